@@ -1,0 +1,1 @@
+"""Terminal entry points to the qwen-lsp engine: `qfix` and `qwen-review`."""
