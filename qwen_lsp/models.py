@@ -1,0 +1,116 @@
+"""Pydantic models for everything that crosses a process boundary:
+tasks in, plans and results out, cached transcripts on disk."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+
+class TaskKind(StrEnum):
+    diagnostic = "diagnostic"  # fix an LSP diagnostic (ours or another server's)
+    traceback = "traceback"  # fix what a traceback / compiler output points at
+    command = "command"  # fix a failing shell command (qfix)
+    instruction = "instruction"  # do what the user asked on a selection
+    explain = "explain"  # explain a selection; no edits
+
+
+class Task(BaseModel):
+    """What the user wants done. Paths are workspace-relative, lines 1-based."""
+
+    kind: TaskKind
+    description: str
+    path: str | None = None
+    start_line: int | None = None
+    end_line: int | None = None
+    terminal_output: str | None = None
+    command: str | None = None  # the command the user ran; re-run to verify
+    exit_code: int | None = None
+    cwd: str | None = None  # workspace-relative directory the command ran in
+
+
+class Evidence(BaseModel):
+    path: str
+    start_line: int
+    end_line: int
+    reason: str
+
+
+class Plan(BaseModel):
+    hypotheses: list[str] = Field(default_factory=list)
+    evidence: list[Evidence] = Field(default_factory=list)
+    steps: list[str] = Field(default_factory=list)
+    verify_command: str | None = None
+
+
+class Risk(StrEnum):
+    read_only = "read-only"
+    modifies_files = "modifies files"
+    destructive = "destructive"
+    network = "network"
+
+
+class ShellSuggestion(BaseModel):
+    command: str
+    reason: str
+    risk: Risk
+    dangers: list[str] = Field(default_factory=list)  # why it is risky, for a loud label
+
+
+class FileChange(BaseModel):
+    path: str
+    original: str  # contents the engine read (what must still be on disk to apply)
+    updated: str
+    diff: str  # unified diff, a/ b/ prefixes
+    created: bool = False
+
+
+class CheckOutcome(BaseModel):
+    name: str  # "parse" or the verify command
+    ok: bool
+    detail: str = ""
+
+
+class Validation(BaseModel):
+    checks: list[CheckOutcome] = Field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.checks)
+
+
+class Accounting(BaseModel):
+    thinking_calls: int = 0
+    non_thinking_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    wall_seconds: float = 0.0
+    plan_from_cache: bool = False
+
+
+Outcome = Literal["fixed", "changed_unverified", "no_change", "failed", "cancelled", "explained"]
+
+
+class FixResult(BaseModel):
+    task: Task
+    outcome: Outcome
+    summary: str = ""
+    plan: Plan | None = None
+    changes: list[FileChange] = Field(default_factory=list)
+    suggestions: list[ShellSuggestion] = Field(default_factory=list)
+    validation: Validation = Field(default_factory=Validation)
+    accounting: Accounting = Field(default_factory=Accounting)
+    error: str | None = None
+
+
+class CachedState(BaseModel):
+    """What the disk cache keeps for one task fingerprint: enough to resume
+    without the thinking call (the plan and its reasoning) plus the transcript."""
+
+    plan: Plan
+    plan_message: dict[str, Any]  # the assistant message, with `reasoning`
+    transcript: list[dict[str, Any]] = Field(default_factory=list)
+    result_summary: str = ""
