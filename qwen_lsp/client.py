@@ -1,0 +1,276 @@
+"""The model client: the openai SDK against vLLM's OpenAI-compatible server.
+
+Two kinds of call, both with `preserve_thinking` so earlier reasoning stays in
+the prompt (and the prompt prefix stays byte-stable for prefix caching):
+thinking (`enable_thinking: true`, the card's precise-coding preset) and
+non-thinking (`enable_thinking: false`, the card's non-thinking preset).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import openai
+from openai import AsyncOpenAI
+from pydantic import BaseModel, Field
+
+from .parsing import parse_xml_tool_calls, split_reasoning
+from .settings import SamplingPreset, Settings
+from .tokens import count_tokens
+
+VLLM_HINT = (
+    "Start it with: vllm serve Qwen/Qwen3.6-27B --max-model-len 262144 --reasoning-parser qwen3 "
+    "--enable-auto-tool-choice --tool-call-parser qwen3_coder  (or set QWEN_LSP_BASE_URL)"
+)
+
+
+class ModelServerError(Exception):
+    """A failure talking to the model server; the message says what to do."""
+
+    retryable = False
+
+
+class ServerUnavailable(ModelServerError):
+    retryable = True
+
+
+class ReasoningExhausted(ModelServerError):
+    """Thinking used every token and never closed: there is no answer to use."""
+
+    retryable = True
+
+
+class ToolsUnsupported(ModelServerError):
+    """The server refused tool calling (vLLM without --enable-auto-tool-choice)."""
+
+
+class ToolCall(BaseModel):
+    id: str
+    name: str
+    arguments: str  # JSON text, as the server sent it
+
+
+class Completion(BaseModel):
+    content: str = ""
+    reasoning: str = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    finish_reason: str | None = None
+    thinking: bool = False
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    ttft: float | None = None
+    seconds: float = 0.0
+
+    def assistant_message(self) -> dict[str, Any]:
+        """The message to append to the conversation: reasoning goes back in `reasoning`
+        (vLLM drops `reasoning_content` on input)."""
+        message: dict[str, Any] = {"role": "assistant", "content": self.content}
+        if self.reasoning:
+            message["reasoning"] = self.reasoning
+        if self.tool_calls:
+            message["tool_calls"] = [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                for c in self.tool_calls
+            ]
+        return message
+
+
+class ServerInfo(BaseModel):
+    model: str
+    max_model_len: int | None = None
+
+
+class ModelClient:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        headers = {"x-session-id": settings.session_id} if settings.session_id else None
+        self._oai = AsyncOpenAI(
+            base_url=settings.base_url,
+            api_key=settings.api_key,
+            timeout=openai.Timeout(settings.request_timeout, connect=settings.connect_timeout),
+            max_retries=settings.max_retries,  # SDK retries connection errors, 408/429/5xx with backoff
+            default_headers=headers,
+        )
+        self._info: ServerInfo | None = None
+
+    async def close(self) -> None:
+        await self._oai.close()
+
+    async def info(self) -> ServerInfo:
+        """Model id and max_model_len from GET /v1/models (asked once)."""
+        if self._info is None:
+            try:
+                page = await self._oai.models.list()
+            except openai.APIError as exc:
+                raise self._explain(exc, "GET /models") from exc
+            models = list(page.data)
+            if not models and not self.settings.model:
+                raise ModelServerError(f"The server at {self.settings.base_url} serves no model. {VLLM_HINT}")
+            chosen = next((m for m in models if m.id == self.settings.model), models[0] if models else None)
+            max_len = (chosen.model_extra or {}).get("max_model_len") if chosen else None
+            self._info = ServerInfo(model=self.settings.model or chosen.id, max_model_len=max_len)
+        return self._info
+
+    async def complete(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        thinking: bool,
+        max_tokens: int,
+        tools: list[dict[str, Any]] | None = None,
+        tool_choice: str | None = None,
+        json_schema: dict[str, Any] | None = None,
+    ) -> Completion:
+        """One streamed chat completion. Cancelling the awaiting task closes the
+        stream, which makes vLLM abort the request."""
+        info = await self.info()
+        preset = self.settings.thinking if thinking else self.settings.non_thinking
+        kwargs = self._request(messages, info, preset, thinking, max_tokens, tools, tool_choice, json_schema)
+        started = time.monotonic()
+        try:
+            stream = await self._oai.chat.completions.create(**kwargs)
+        except openai.APIError as exc:
+            raise self._explain(exc, "POST /chat/completions") from exc
+        completion = Completion(thinking=thinking)
+        try:
+            completion = await _collect(stream, completion, started)
+        except openai.APIError as exc:
+            raise self._explain(exc, "streaming /chat/completions") from exc
+        finally:
+            await stream.close()
+        completion.seconds = time.monotonic() - started
+        return _finish(completion)
+
+    def _request(
+        self,
+        messages: list[dict[str, Any]],
+        info: ServerInfo,
+        preset: SamplingPreset,
+        thinking: bool,
+        max_tokens: int,
+        tools: list[dict[str, Any]] | None,
+        tool_choice: str | None,
+        json_schema: dict[str, Any] | None,
+    ) -> dict[str, Any]:
+        extra_body: dict[str, Any] = {
+            "top_k": preset.top_k,
+            "min_p": preset.min_p,
+            "chat_template_kwargs": {"enable_thinking": thinking, "preserve_thinking": True},
+        }
+        if json_schema is not None:
+            extra_body["structured_outputs"] = {"json": json_schema}
+        kwargs: dict[str, Any] = {
+            "model": info.model,
+            "messages": messages,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "temperature": preset.temperature,
+            "top_p": preset.top_p,
+            "presence_penalty": preset.presence_penalty,
+            "max_tokens": self._bounded(max_tokens, messages, tools, info),
+            "extra_body": extra_body,
+        }
+        if tools:
+            kwargs["tools"] = tools
+            kwargs["tool_choice"] = tool_choice or "auto"
+        if self.settings.session_id:
+            kwargs["user"] = self.settings.session_id
+        return kwargs
+
+    @staticmethod
+    def _bounded(max_tokens: int, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, info: ServerInfo) -> int:
+        """max_tokens that still fits in max_model_len after the prompt (vLLM rejects overflows)."""
+        if not info.max_model_len:
+            return max_tokens
+        prompt = count_tokens(json.dumps(messages, ensure_ascii=False) + json.dumps(tools or []))
+        return max(1, min(max_tokens, info.max_model_len - prompt - 64))
+
+    def _explain(self, exc: openai.APIError, what: str) -> ModelServerError:
+        url = self.settings.base_url
+        if isinstance(exc, openai.APITimeoutError):
+            return ServerUnavailable(f"The model server at {url} did not answer {what} in time. {VLLM_HINT}")
+        if isinstance(exc, openai.APIConnectionError):
+            return ServerUnavailable(f"Cannot reach the model server at {url} ({what} failed: {exc}). {VLLM_HINT}")
+        if isinstance(exc, openai.APIStatusError):
+            message = _error_message(exc)
+            if exc.status_code == 400 and "tool" in message.lower():
+                return ToolsUnsupported(f"The model server at {url} refused tool calling: {message}")
+            error = ModelServerError(f"The model server at {url} answered {what} with HTTP {exc.status_code}: {message}")
+            error.retryable = exc.status_code >= 500
+            return error
+        return ModelServerError(f"{what} at {url} failed: {exc}")
+
+
+async def _collect(stream: Any, completion: Completion, started: float) -> Completion:
+    content: list[str] = []
+    reasoning: list[str] = []
+    calls: dict[int, dict[str, str]] = {}
+    async for chunk in stream:
+        if chunk.usage is not None:
+            completion.prompt_tokens = chunk.usage.prompt_tokens or 0
+            completion.completion_tokens = chunk.usage.completion_tokens or 0
+            details = getattr(chunk.usage, "prompt_tokens_details", None)
+            completion.cached_tokens = (getattr(details, "cached_tokens", None) or 0) if details else 0
+        for choice in chunk.choices:
+            delta = choice.delta
+            piece = _reasoning_of(delta)
+            if piece or delta.content or delta.tool_calls:
+                completion.ttft = completion.ttft or time.monotonic() - started
+            if piece:
+                reasoning.append(piece)
+            if delta.content:
+                content.append(delta.content)
+            for tc in delta.tool_calls or []:
+                slot = calls.setdefault(tc.index, {"id": "", "name": "", "arguments": ""})
+                slot["id"] = tc.id or slot["id"]
+                if tc.function is not None:
+                    slot["name"] += tc.function.name or ""
+                    slot["arguments"] += tc.function.arguments or ""
+            if choice.finish_reason:
+                completion.finish_reason = choice.finish_reason
+    completion.content = "".join(content)
+    completion.reasoning = "".join(reasoning)
+    completion.tool_calls = [
+        ToolCall(id=c["id"] or f"call_{i}", name=c["name"], arguments=c["arguments"] or "{}")
+        for i, c in sorted(calls.items())
+    ]
+    return completion
+
+
+def _reasoning_of(delta: Any) -> str | None:
+    # The SDK has no typed field: vLLM sends `reasoning` (older: `reasoning_content`).
+    extra = getattr(delta, "model_extra", None) or {}
+    return extra.get("reasoning") or extra.get("reasoning_content") or getattr(delta, "reasoning", None)
+
+
+def _finish(completion: Completion) -> Completion:
+    """Move inline <think> text out of content and recover XML tool calls."""
+    inline_reasoning, answer = split_reasoning(completion.content)
+    if inline_reasoning:
+        completion.reasoning = "\n".join(r for r in (completion.reasoning, inline_reasoning) if r)
+    if not completion.tool_calls and "<tool_call>" in answer:
+        answer, parsed = parse_xml_tool_calls(answer)
+        completion.tool_calls = [
+            ToolCall(id=f"call_xml_{i}", name=p.name, arguments=json.dumps(p.arguments)) for i, p in enumerate(parsed)
+        ]
+    completion.content = answer
+    if completion.thinking and not answer and not completion.tool_calls and completion.finish_reason == "length":
+        raise ReasoningExhausted(
+            f"The model spent all {completion.completion_tokens} tokens thinking and gave no answer; "
+            "retry, or raise plan_max_tokens."
+        )
+    return completion
+
+
+def _error_message(exc: openai.APIStatusError) -> str:
+    body = exc.body
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and inner.get("message"):
+            return str(inner["message"])
+        if body.get("message"):
+            return str(body["message"])
+    return str(exc.message)
