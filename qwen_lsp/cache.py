@@ -1,0 +1,101 @@
+"""Disk cache of reasoning state: the same problem asked again (editor, qfix or
+review hook) restores the plan and skips the thinking call.
+
+The key is a fingerprint of the task (normalized error text) and of the files
+involved (their content hashes), so a changed file invalidates the entry.
+diskcache gives size bounds, persistence and multi-process safety (SQLite).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+import time
+from pathlib import Path
+from typing import Any, TypeVar
+
+import diskcache
+from pydantic import BaseModel, ValidationError
+
+from .models import CachedState, Task
+
+M = TypeVar("M", bound=BaseModel)
+
+_VOLATILE = [
+    (re.compile(r"0x[0-9a-fA-F]+"), "0x?"),  # addresses
+    (re.compile(r"\b\d+(\.\d+)?\s*(s|ms|sec|seconds)\b"), "<t>"),  # durations
+    (re.compile(r"/tmp/[^\s:'\"]+"), "/tmp/?"),  # temp paths
+    (re.compile(r"[ \t]+"), " "),
+]
+
+
+def normalize_output(text: str) -> str:
+    """Error text with the parts that change between identical failures removed."""
+    for pattern, repl in _VOLATILE:
+        text = pattern.sub(repl, text)
+    return "\n".join(line.strip() for line in text.strip().splitlines())
+
+
+def task_fingerprint(task: Task, file_hashes: dict[str, str]) -> str:
+    payload = {
+        "kind": task.kind.value,
+        "description": normalize_output(task.description),
+        "path": task.path,
+        "lines": [task.start_line, task.end_line],
+        "output": normalize_output(task.terminal_output or ""),
+        "command": task.command,
+        "files": sorted(file_hashes.items()),
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+class StateCache:
+    """Size-bounded, persistent, process-safe store of pydantic models."""
+
+    def __init__(self, directory: Path, size_limit_mb: int = 512) -> None:
+        self.directory = Path(directory)
+        self._size_limit = size_limit_mb * 1024 * 1024
+        self._cache = self._open()
+
+    def _open(self) -> diskcache.Cache:
+        try:
+            cache = diskcache.Cache(str(self.directory), size_limit=self._size_limit)
+            cache.check(fix=False)  # touches the database: fails here when corrupted
+            return cache
+        except Exception:  # noqa: BLE001 - any corruption: start empty, keep the old dir aside
+            aside = self.directory.with_name(f"{self.directory.name}.corrupt-{int(time.time())}")
+            shutil.move(str(self.directory), str(aside))
+            return diskcache.Cache(str(self.directory), size_limit=self._size_limit)
+
+    def get_state(self, key: str) -> CachedState | None:
+        return self.get(key, CachedState)
+
+    def put_state(self, key: str, state: CachedState) -> None:
+        self.put(key, state)
+
+    def get(self, key: str, model: type[M]) -> M | None:
+        try:
+            raw: Any = self._cache.get(key)
+        except Exception:  # noqa: BLE001 - an unreadable entry is a miss, never a crash
+            return None
+        if raw is None:
+            return None
+        try:
+            return model.model_validate_json(raw)
+        except ValidationError:
+            return None
+
+    def put(self, key: str, value: BaseModel) -> None:
+        try:
+            self._cache.set(key, value.model_dump_json())
+        except Exception:  # noqa: BLE001 - a full or read-only disk must not fail the fix
+            pass
+
+    def close(self) -> None:
+        self._cache.close()

@@ -1,0 +1,103 @@
+"""An in-memory overlay of the workspace: the model's edits land here, never on disk.
+
+Reads come from the overlay, then the editor's unsaved buffers, then disk; the
+first read of every file is remembered so a result can say exactly which
+contents it was computed from (and refuse to apply over anything else).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+from .edits import unified_diff
+from .models import FileChange
+
+BufferReader = Callable[[str], "str | None"]
+
+# Never copied into a verification sandbox: large, generated, or VCS data.
+SANDBOX_SKIP = {".git", "node_modules", ".venv", "venv", "__pycache__", ".mypy_cache", ".pytest_cache", "target", ".tox"}
+
+
+class PathOutsideWorkspace(ValueError):
+    pass
+
+
+class Overlay:
+    def __init__(self, root: Path, read_buffer: BufferReader | None = None) -> None:
+        self.root = root.resolve()
+        self._read_buffer = read_buffer
+        self._written: dict[str, str] = {}
+        self.originals: dict[str, str | None] = {}  # None: did not exist when first looked at
+
+    def relpath(self, path: str) -> str:
+        """Workspace-relative POSIX path; refuses anything that escapes the workspace."""
+        candidate = Path(path)
+        full = (candidate if candidate.is_absolute() else self.root / candidate).resolve()
+        if full != self.root and self.root not in full.parents:
+            raise PathOutsideWorkspace(f"{path} is outside the workspace {self.root}")
+        return full.relative_to(self.root).as_posix()
+
+    def read(self, path: str) -> str | None:
+        rel = self.relpath(path)
+        if rel in self._written:
+            return self._written[rel]
+        text = self._read_buffer(rel) if self._read_buffer else None
+        if text is None:
+            text = _read_disk(self.root / rel)
+        self.originals.setdefault(rel, text)
+        return text
+
+    def write(self, path: str, text: str) -> None:
+        rel = self.relpath(path)
+        if rel not in self.originals:
+            self.read(rel)
+        self._written[rel] = text
+
+    def changes(self) -> list[FileChange]:
+        out = []
+        for rel, text in sorted(self._written.items()):
+            before = self.originals.get(rel)
+            if before == text:
+                continue
+            out.append(
+                FileChange(
+                    path=rel,
+                    original=before or "",
+                    updated=text,
+                    diff=unified_diff(rel, before or "", text),
+                    created=before is None,
+                )
+            )
+        return out
+
+    def materialize(self, dest: Path) -> Path:
+        """A copy of the workspace at `dest` with the overlay applied (for verify commands)."""
+        shutil.copytree(self.root, dest, ignore=lambda _d, names: [n for n in names if n in SANDBOX_SKIP], symlinks=True)
+        for rel, text in self._written.items():
+            target = dest / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8", errors="surrogateescape", newline="")
+        return dest
+
+    def files(self) -> list[str]:
+        """Workspace files (relative), skipping the sandbox-skip directories."""
+        out = []
+        for dirpath, dirnames, filenames in os.walk(self.root):
+            dirnames[:] = [d for d in dirnames if d not in SANDBOX_SKIP and not d.startswith(".")]
+            for name in filenames:
+                out.append((Path(dirpath) / name).relative_to(self.root).as_posix())
+        out.extend(rel for rel in self._written if rel not in out)
+        return sorted(out)
+
+
+def _read_disk(path: Path) -> str | None:
+    try:
+        data = path.read_bytes()
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return None
+    if b"\0" in data[:8192]:
+        return None  # binary: not something to edit as text
+    return data.decode("utf-8", errors="surrogateescape")
