@@ -1,0 +1,613 @@
+"""Apply the model's `edit_file(path, old_string, new_string)` tool call.
+
+Models copy code imperfectly: they shift or drop indentation, swap tabs for
+spaces, keep trailing spaces, pad with blank lines, or make a one-character
+typo. `apply_edit` tries progressively looser matching (exact -> whitespace ->
+fuzzy) but never guesses between two candidates. When it cannot apply the edit
+it raises `EditError` with a short message written for the model (it becomes
+the tool result), so the model can correct old_string and retry.
+
+Pure functions on strings; no I/O.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass
+from functools import lru_cache
+from itertools import pairwise
+from typing import Literal
+
+from pydantic import BaseModel
+
+TAB_WIDTH = 4  # only used to compare mixed tab/space indentation widths
+FUZZY_THRESHOLD = 0.9  # default minimum SequenceMatcher ratio for a fuzzy match
+FUZZY_MARGIN = 0.02  # a second region this close to the best makes it ambiguous
+# A one-line old_string that is merely "similar" is too easy to confuse with a
+# different line (`x < 1` vs `x <= 1`); for those we show the candidate instead.
+MIN_FUZZY_LINES = 2
+# new_string found away from where old_string would be counts as "already applied"
+# only if it has this many non-blank lines (see _find_new).
+MIN_APPLIED_LINES = 3
+# The trigram prefilter keeps at most this many windows, within this margin of its best.
+SHORTLIST_SIZE = 50
+SHORTLIST_MARGIN = 0.15
+MAX_SNIPPET_LINES = 12  # keeps error messages around 20 lines
+MAX_SNIPPET_CHARS = 160
+MAX_LISTED = 8  # match locations listed in an "ambiguous" error
+
+Strategy = Literal["exact", "whitespace", "fuzzy"]
+
+# "12 | code", "12: code", "12\tcode": line numbers copied from a file listing
+_LINE_NUMBER = re.compile(r"^\s*\d+(\s*[|:→]|\t)")
+
+
+class EditError(Exception):
+    """Raised with a message written FOR THE MODEL (it goes back as the tool result so it can retry)."""
+
+
+class EditOutcome(BaseModel):
+    text: str  # the whole new file text
+    strategy: Strategy
+    start_line: int  # 1-based first line of the replaced region in the ORIGINAL text
+    end_line: int  # 1-based last line of the replaced region in the ORIGINAL text
+    similarity: float = 1.0
+
+
+@dataclass(frozen=True)
+class _Region:
+    """File lines [start, stop) (0-based) and how similar they are to old_string."""
+
+    start: int
+    stop: int
+    score: float = 1.0
+
+    def overlaps(self, other: _Region) -> bool:
+        return self.start < other.stop and other.start < self.stop
+
+    def describe(self) -> str:
+        if self.stop - self.start == 1:
+            return f"line {self.start + 1}"
+        return f"lines {self.start + 1}-{self.stop}"
+
+
+@dataclass(frozen=True)
+class _Edit:
+    """One edit_file call, with the derived views every strategy needs."""
+
+    text: str
+    old: str  # LF line endings from here on
+    new: str
+    path: str
+    eol: str  # the file's line ending; new lines are written with it
+    file_lines: list[str]  # with their line endings
+    old_core: list[str]  # old_string's lines without the blank lines around them
+    new_core: list[str]  # new_string's lines, trimmed to match (see apply_edit)
+
+
+def apply_edit(
+    text: str,
+    old: str,
+    new: str,
+    *,
+    path: str = "file",
+    fuzzy_threshold: float = FUZZY_THRESHOLD,
+) -> EditOutcome:
+    """Replace the one region of `text` that matches `old` with `new`.
+
+    Raises EditError (message for the model) when `old` is empty, equals `new`,
+    matches several places, or matches nothing well enough.
+    """
+    if old == "":
+        raise EditError(
+            f"old_string is empty. To create a new file use create_file. To insert into {path}, "
+            "put a few existing lines next to the insertion point in old_string and repeat them, "
+            "with the new lines added, in new_string."
+        )
+    old, new = _to_lf(old), _to_lf(new)
+    if old == new:
+        raise EditError("old_string and new_string are identical, so there is no change to make.")
+
+    old_core, lead, trail = _trim_blank(_lines(old))
+    edit = _Edit(
+        text=text,
+        old=old,
+        new=new,
+        path=path,
+        eol=_detect_eol(text),
+        file_lines=_split_lines(text),
+        old_core=old_core,
+        # Blank lines we ignore around old_string most likely mirror the same padding
+        # around new_string; dropping those too keeps the file's blank lines as they were.
+        new_core=_trim_blank_up_to(_lines(new), lead, trail),
+    )
+
+    outcome = _exact(edit)
+    ranked: list[_Region] = []
+    if outcome is None and old_core:
+        outcome = _whitespace(edit)
+        if outcome is None and all(_LINE_NUMBER.match(line) for line in old_core if line.strip()):
+            # Fuzzy matching would find the spot, but new_string likely has the numbers too.
+            raise EditError(
+                "old_string starts its lines with line numbers copied from a file listing. "
+                "Leave the line numbers out of old_string and new_string."
+            )
+        if outcome is None:
+            ranked = _fuzzy_rank(edit.file_lines, old_core)
+            outcome = _fuzzy(edit, ranked, fuzzy_threshold)
+    if outcome is None:
+        raise _not_found(edit, ranked)
+
+    result = _keep_final_newline(text, outcome.text, edit.eol)
+    if result == text:
+        raise EditError(
+            f"This edit leaves {path} unchanged: it is applied already, or old_string and "
+            "new_string differ only in whitespace that was normalized away."
+        )
+    return outcome.model_copy(update={"text": result})
+
+
+def unified_diff(path: str, before: str, after: str) -> str:
+    """A `git diff`-style unified diff (3 lines of context); "" when nothing changed."""
+    if before == after:
+        return ""
+    out: list[str] = []
+    diff = difflib.unified_diff(_split_lines(before), _split_lines(after), f"a/{path}", f"b/{path}", n=3)
+    for line in diff:
+        if line.endswith("\n"):
+            out.append(line)
+        else:  # the last line of a file without a trailing newline
+            out.append(line + "\n\\ No newline at end of file\n")
+    return "".join(out)
+
+
+# --- the three strategies ---------------------------------------------------
+
+
+def _exact(edit: _Edit) -> EditOutcome | None:
+    text = edit.text
+    old_e, new_e = edit.old.replace("\n", edit.eol), edit.new.replace("\n", edit.eol)
+    starts = _find_all(text, old_e)
+    if not starts:
+        return None
+    if len(starts) > 1:
+        raise _ambiguous(edit.path, [_line_at(text, i) for i in starts], "exactly")
+    i = starts[0]
+    # An insertion re-sent after it was applied: old is found again, inside new.
+    if edit.old in edit.new and edit.new.strip():
+        for j in _find_all(text, new_e):
+            if j <= i and i + len(old_e) <= j + len(new_e):
+                first = _line_at(text, j + len(new_e) - len(new_e.lstrip()))
+                raise _already_applied(edit.path, _Region(first - 1, first))
+
+    # `old` found after some indentation, e.g. "return x" inside "        return x".
+    # A plain substring replace would indent only the first line of a multi-line
+    # `new`; the line-based strategy re-indents every line, so prefer it here.
+    line_start = text.rfind("\n", 0, i) + 1
+    if i > line_start and not text[line_start:i].strip() and "\n" in edit.new and edit.old_core:
+        starts_ws = _line_matches(edit.file_lines, edit.old_core)
+        if starts_ws == [_line_at(text, i) - 1]:
+            region = _Region(starts_ws[0], starts_ws[0] + len(edit.old_core))
+            return _apply_region(edit, region, "whitespace")
+
+    return EditOutcome(
+        text=text[:i] + new_e + text[i + len(old_e) :],
+        strategy="exact",
+        start_line=_line_at(text, i),
+        end_line=_line_at(text, i + len(old_e) - 1),
+    )
+
+
+def _whitespace(edit: _Edit) -> EditOutcome | None:
+    starts = _line_matches(edit.file_lines, edit.old_core)
+    if not starts:
+        return None
+    if len(starts) > 1:
+        raise _ambiguous(edit.path, [s + 1 for s in starts], "ignoring indentation and trailing whitespace")
+    return _apply_region(edit, _Region(starts[0], starts[0] + len(edit.old_core)), "whitespace")
+
+
+def _fuzzy(edit: _Edit, ranked: list[_Region], threshold: float) -> EditOutcome | None:
+    if not ranked or ranked[0].score < threshold or _nonblank_count(edit.old_core) < MIN_FUZZY_LINES:
+        return None
+    best = ranked[0]
+    rivals = [r for r in ranked[1:] if r.score >= best.score - FUZZY_MARGIN and not r.overlaps(best)]
+    if rivals:
+        regions = [best, *_disjoint(rivals)][:MAX_LISTED]
+        listed = ", ".join(f"{r.describe()} ({_percent(r.score)})" for r in regions)
+        raise EditError(
+            f"old_string was not found exactly in {edit.path}, and several regions are about equally "
+            f"similar to it: {listed}. Include more surrounding lines in old_string, copied exactly "
+            "from the file, so it matches one place."
+        )
+    # The "similar" region may simply be our own earlier edit: the model re-sent it.
+    applied = _find_new(edit, best, anywhere=False)
+    if applied is not None:
+        raise _already_applied(edit.path, applied)
+    return _apply_region(edit, best, "fuzzy")
+
+
+# --- line matching -----------------------------------------------------------
+
+
+def _line_matches(file_lines: list[str], block: list[str]) -> list[int]:
+    """0-based starts of every run of file lines equal to `block` modulo indentation.
+
+    Lines compare equal when their stripped text is equal and the block's
+    indentation has the same shape (see _indent_shape), so a block given at
+    column 0 matches one at column 8, and tabs match spaces.
+    """
+    want = [line.strip() for line in block]
+    shape = _indent_shape(block)
+    have = [line.strip() for line in file_lines]
+    m = len(want)
+    return [
+        s
+        for s in range(len(have) - m + 1)
+        if have[s : s + m] == want and _indent_shape(file_lines[s : s + m]) == shape
+    ]
+
+
+def _indent_shape(lines: list[str]) -> list[int | None]:
+    """Each line's indentation as a rank among the block's distinct indent widths.
+
+    Ranks instead of widths make the comparison independent of the base
+    indentation, of tabs vs spaces, and of the indent step (2 vs 4 spaces),
+    while still telling nested lines apart from sibling lines.
+    """
+    widths = [_width(_indent(line)) if line.strip() else None for line in lines]
+    rank = {w: r for r, w in enumerate(sorted({w for w in widths if w is not None}))}
+    return [None if w is None else rank[w] for w in widths]
+
+
+def _fuzzy_rank(file_lines: list[str], old_core: list[str]) -> list[_Region]:
+    """Windows of len(old_core) ± 1 lines that are about as similar as the best one, best first.
+
+    Scoring every window with difflib is quadratic per window and far too slow on
+    big files, so a cheap trigram score picks the candidates first (_shortlist)
+    and only those get the real similarity (_similarity).
+    """
+    file_norm = [_squash(line) for line in file_lines]
+    old_norm = [_squash(line) for line in old_core]
+    scored = [
+        _Region(start, stop, _similarity(file_norm[start:stop], old_norm))
+        for start, stop in _shortlist(file_norm, old_norm)
+    ]
+    if not scored:
+        return []
+    # Ties go to the window with exactly as many lines as old_string, then the earliest.
+    m = len(old_core)
+    scored.sort(key=lambda r: (-r.score, abs(r.stop - r.start - m), r.start))
+    return [r for r in scored if r.score >= scored[0].score - FUZZY_MARGIN]
+
+
+def _shortlist(file_norm: list[str], old_norm: list[str]) -> set[tuple[int, int]]:
+    """Candidate windows (start, stop): those of len(old_norm) lines whose trigram
+    Dice score is close to the best one, plus each of them one line shorter/longer.
+
+    Dice = 2·|common trigrams| / (|window trigrams| + |old trigrams|). The common
+    count is updated incrementally as the window slides (only trigrams that occur
+    in old_string can change it), so this is linear in the file size.
+    """
+    target = dict(sum((_trigrams(line) for line in old_norm), Counter[str]()))
+    target_size = sum(target.values())
+    line_grams = [_trigrams(line) for line in file_norm]
+    sizes = [sum(grams.values()) for grams in line_grams]
+    shared = [[(g, k) for g, k in grams.items() if g in target] for grams in line_grams]
+
+    n = len(file_norm)
+    size = min(len(old_norm), n)  # a file shorter than old_string is one window
+    window: dict[str, int] = {}
+    common = total = 0
+    found: list[tuple[float, int]] = []
+    for i in range(n):
+        for sign, line in ((1, i), (-1, i - size)):
+            if line < 0:
+                continue
+            total += sign * sizes[line]
+            for gram, k in shared[line]:
+                cap, before = target[gram], window.get(gram, 0)
+                after = window[gram] = before + sign * k
+                common += (after if after < cap else cap) - (before if before < cap else cap)
+        if i >= size - 1:
+            found.append((2 * common / (total + target_size) if total + target_size else 1.0, i - size + 1))
+    if not found:
+        return set()
+    found.sort(key=lambda f: -f[0])
+    floor = found[0][0] - SHORTLIST_MARGIN
+    return {
+        (start, min(start + size + extra, n))
+        for dice, start in found[:SHORTLIST_SIZE]
+        if dice >= floor
+        for extra in (-1, 0, 1)
+        if size + extra >= 1
+    }
+
+
+def _similarity(a: list[str], b: list[str]) -> float:
+    """difflib-style ratio (2·matches / total chars) of two line lists.
+
+    Lines are aligned first (equal lines match whole); only lines that differ
+    are compared character by character. Much cheaper than one ratio over the
+    joined text, and nearly the same number.
+    """
+    total = sum(len(line) + 1 for line in a) + sum(len(line) + 1 for line in b)
+    matched = 0
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            matched += sum(len(line) + 1 for line in a[i1:i2])
+        elif tag == "replace":  # pair the lines up in order; leftovers match nothing
+            matched += sum(_char_matches(x, y) + 1 for x, y in zip(a[i1:i2], b[j1:j2], strict=False))
+    return 2 * matched / total if total else 1.0
+
+
+@lru_cache(maxsize=4096)  # overlapping windows compare the same line pairs again
+def _char_matches(a: str, b: str) -> int:
+    blocks = difflib.SequenceMatcher(None, a, b, autojunk=False).get_matching_blocks()
+    return sum(block.size for block in blocks)
+
+
+def _trigrams(line: str) -> Counter[str]:
+    padded = f" {line} "  # so that short lines still yield trigrams
+    return Counter(padded[i : i + 3] for i in range(len(padded) - 2))
+
+
+def _disjoint(regions: list[_Region]) -> list[_Region]:
+    """Drop regions overlapping a better one (the input is sorted best first)."""
+    kept: list[_Region] = []
+    for r in regions:
+        if not any(r.overlaps(k) for k in kept):
+            kept.append(r)
+    return kept
+
+
+def _find_new(edit: _Edit, near: _Region | None, *, anywhere: bool) -> _Region | None:
+    """Where new_string already is in the file, if that means the edit was applied before.
+
+    Found overlapping `near` (old_string's best candidate) it almost surely was.
+    Found elsewhere, only a block of several lines is convincing: a short
+    new_string such as "pass" occurs in many files by coincidence.
+    """
+    if not edit.new.strip():
+        return None  # a deletion leaves nothing to look for
+    new_e = edit.new.replace("\n", edit.eol)
+    lead = len(new_e) - len(new_e.lstrip())  # report lines with text, not blank padding
+    found = [
+        _Region(_line_at(edit.text, i + lead) - 1, _line_at(edit.text, i + len(new_e.rstrip()) - 1))
+        for i in _find_all(edit.text, new_e)
+    ]
+    found += [_Region(s, s + len(edit.new_core)) for s in _line_matches(edit.file_lines, edit.new_core)]
+    if near is not None:
+        found.sort(key=lambda r: not r.overlaps(near))  # stable: overlapping ones first
+        if found and found[0].overlaps(near):
+            return found[0]
+    if anywhere and found and _nonblank_count(edit.new_core) >= MIN_APPLIED_LINES:
+        return found[0]
+    return None
+
+
+# --- building the new text ----------------------------------------------------
+
+
+def _apply_region(edit: _Edit, region: _Region, strategy: Strategy) -> EditOutcome:
+    file_lines, old_core, new_core = edit.file_lines, edit.old_core, edit.new_core
+    block = file_lines[region.start : region.stop]
+    same_indent = len(block) == len(old_core) and all(
+        _indent(a) == _indent(b) for a, b in zip(old_core, block, strict=True) if a.strip()
+    )
+    replacement = new_core if same_indent else _reindent(new_core, old_core, block, file_lines)
+    return EditOutcome(
+        text=_replace_lines(file_lines, region, replacement, edit.eol),
+        strategy=strategy,
+        start_line=region.start + 1,
+        end_line=region.stop,
+        similarity=region.score,
+    )
+
+
+def _reindent(new_core: list[str], old_core: list[str], block: list[str], file_lines: list[str]) -> list[str]:
+    """Move new_string from old_string's indentation to the file block's indentation.
+
+    A new line indented like some old line gets that file line's indentation
+    verbatim (this covers unchanged lines and alignment). Other lines keep their
+    indentation relative to old_string's base, counted in indent levels: the
+    model's step (from old/new) becomes the file's step (tab or N spaces).
+    """
+    known: dict[int, str] = {}  # old indentation width -> the file's indentation there
+    if len(block) == len(old_core):
+        for old_line, file_line in zip(old_core, block, strict=True):
+            if old_line.strip() and file_line.strip():
+                known.setdefault(_width(_indent(old_line)), _indent(file_line))
+
+    old_base = min(_width(_indent(line)) for line in old_core if line.strip())
+    file_base = min((_indent(line) for line in block if line.strip()), key=_width)
+    model_step = _width(_indent_unit(old_core) or _indent_unit(new_core) or " " * TAB_WIDTH)
+    file_unit = _indent_unit(block) or _indent_unit(file_lines) or " " * model_step
+
+    out: list[str] = []
+    for line in new_core:
+        if not line.strip():
+            out.append("")
+            continue
+        width = _width(_indent(line))
+        levels, extra = divmod(width - old_base, model_step)
+        if width in known:
+            indent = known[width]
+        elif levels >= 0:  # keep the file's base indentation verbatim
+            indent = file_base + file_unit * levels + " " * extra
+        else:  # new_string dedents past old_string's base
+            indent = _render(_width(file_base) + levels * _width(file_unit) + extra, file_unit)
+        out.append(indent + line.lstrip())
+    return out
+
+
+def _replace_lines(file_lines: list[str], region: _Region, new_lines: list[str], eol: str) -> str:
+    had_eol = file_lines[region.stop - 1].endswith("\n")
+    body = eol.join(new_lines) + (eol if new_lines and had_eol else "")
+    return "".join(file_lines[: region.start]) + body + "".join(file_lines[region.stop :])
+
+
+def _keep_final_newline(original: str, result: str, eol: str) -> str:
+    """Keep whether the file ends with a newline; models often add or drop one by accident."""
+    if not original or not result:
+        return result
+    if original.endswith("\n") and not result.endswith("\n"):
+        return result + eol
+    if not original.endswith("\n") and result.endswith("\n"):
+        return result[: -len(eol)] if result.endswith(eol) else result[:-1]
+    return result
+
+
+# --- errors -----------------------------------------------------------------
+
+
+def _ambiguous(path: str, lines: list[int], how: str) -> EditError:
+    shown = ", ".join(str(n) for n in lines[:MAX_LISTED]) + (", ..." if len(lines) > MAX_LISTED else "")
+    return EditError(
+        f"old_string matches {len(lines)} places in {path} ({how}), at lines {shown}. "
+        "Include more surrounding lines in old_string so it matches exactly one place."
+    )
+
+
+def _already_applied(path: str, where: _Region) -> EditError:
+    return EditError(
+        f"new_string is already present in {path} at line {where.start + 1}, so this edit "
+        "appears to be applied already. Re-read the file before editing it again."
+    )
+
+
+def _not_found(edit: _Edit, ranked: list[_Region]) -> EditError:
+    applied = _find_new(edit, ranked[0] if ranked else None, anywhere=True)
+    if applied is not None:
+        return _already_applied(edit.path, applied)
+    if not edit.old_core:
+        return EditError(
+            f"old_string contains only whitespace and was not found in {edit.path}. "
+            "Put the existing lines you want to change in old_string."
+        )
+    if not ranked:
+        return EditError(f"old_string was not found: {edit.path} is empty.")
+    best = ranked[0]
+    return EditError(
+        f"old_string was not found in {edit.path}, not even ignoring whitespace and indentation.\n"
+        f"The most similar region is {best.describe()} ({_percent(best.score)} similar):\n"
+        f"{_snippet(edit.file_lines, best)}\n"
+        "Copy the current text exactly from the file (without the line numbers) into "
+        "old_string and retry, or re-read the file."
+    )
+
+
+def _percent(score: float) -> str:
+    return f"{math.floor(score * 100)}%"  # rounded down: "100%" only for identical text
+
+
+def _snippet(file_lines: list[str], region: _Region) -> str:
+    stop = min(region.stop, region.start + MAX_SNIPPET_LINES)
+    width = len(str(stop))
+    out = []
+    for n in range(region.start, stop):
+        line = file_lines[n].rstrip("\r\n")
+        if len(line) > MAX_SNIPPET_CHARS:
+            line = line[:MAX_SNIPPET_CHARS] + " ..."
+        out.append(f"{n + 1:>{width}} | {line}")
+    if stop < region.stop:
+        out.append(f"{'':>{width}} | ... ({region.stop - stop} more lines)")
+    return "\n".join(out)
+
+
+# --- small string helpers ------------------------------------------------------
+
+
+def _to_lf(s: str) -> str:
+    return s.replace("\r\n", "\n")
+
+
+def _detect_eol(text: str) -> str:
+    """The file's line ending: CRLF when most of its newlines are CRLF."""
+    crlf = text.count("\r\n")
+    return "\r\n" if crlf and crlf * 2 >= text.count("\n") else "\n"
+
+
+def _split_lines(text: str) -> list[str]:
+    """Lines with their endings. Unlike str.splitlines, only "\\n" ends a line
+    (form feeds and U+2028 inside code must not split it)."""
+    return re.findall(r"[^\n]*\n|[^\n]+\Z", text)
+
+
+def _lines(s: str) -> list[str]:
+    """Lines of an LF string without endings; a final newline does not add an empty line."""
+    if not s:
+        return []
+    return (s[:-1] if s.endswith("\n") else s).split("\n")
+
+
+def _trim_blank(lines: list[str]) -> tuple[list[str], int, int]:
+    """Strip leading/trailing blank lines; also return how many were stripped at each end."""
+    start, stop = 0, len(lines)
+    while start < stop and not lines[start].strip():
+        start += 1
+    while stop > start and not lines[stop - 1].strip():
+        stop -= 1
+    return lines[start:stop], start, len(lines) - stop
+
+
+def _trim_blank_up_to(lines: list[str], lead: int, trail: int) -> list[str]:
+    _, has_lead, has_trail = _trim_blank(lines)
+    if has_lead == len(lines):  # all blank
+        return []
+    return lines[min(lead, has_lead) : len(lines) - min(trail, has_trail)]
+
+
+def _find_all(text: str, sub: str) -> list[int]:
+    """Start offsets of every (possibly overlapping) occurrence."""
+    found, i = [], text.find(sub)
+    while i >= 0:
+        found.append(i)
+        i = text.find(sub, i + 1)
+    return found
+
+
+def _line_at(text: str, offset: int) -> int:
+    """1-based line number of the character at `offset`."""
+    return text.count("\n", 0, offset) + 1
+
+
+def _nonblank_count(lines: list[str]) -> int:
+    return sum(1 for line in lines if line.strip())
+
+
+def _indent(line: str) -> str:
+    """Leading whitespace of a (non-blank) line."""
+    return line[: len(line) - len(line.lstrip())]
+
+
+def _width(indent: str) -> int:
+    return len(indent.expandtabs(TAB_WIDTH))
+
+
+def _render(width: int, unit: str) -> str:
+    """An indentation of `width` columns in the file's style."""
+    width = max(width, 0)
+    if unit == "\t":
+        return "\t" * (width // TAB_WIDTH) + " " * (width % TAB_WIDTH)
+    return " " * width
+
+
+def _indent_unit(lines: list[str]) -> str | None:
+    """The indent step used by `lines`: "\\t", or N spaces (most common increase), or None."""
+    indents = [_indent(line) for line in lines if line.strip()]
+    tabs = sum(i.startswith("\t") for i in indents)
+    if tabs and tabs >= sum(i.startswith(" ") for i in indents):
+        return "\t"
+    steps = Counter(b - a for a, b in pairwise(_width(i) for i in indents) if b > a)
+    if not steps:
+        return None
+    return " " * min(steps, key=lambda k: (-steps[k], k))
+
+
+def _squash(line: str) -> str:
+    """Whitespace-normalized line for fuzzy scoring: no indentation, single spaces."""
+    return " ".join(line.split())
