@@ -156,6 +156,7 @@ def render_prompt(
     *,
     add_generation_prompt: bool = True,
     enable_thinking: bool = True,
+    preserve_thinking: bool = False,
 ) -> str:
     """A ChatML approximation of Qwen3.6's chat template: deterministic, and
     append-only conversations render append-only, as with the real template."""
@@ -170,9 +171,10 @@ def render_prompt(
         role = message.get("role")
         content = _text(message.get("content"))
         if role == "assistant":
-            # The template keeps thinking only for the turns after the last user message.
+            # The template keeps thinking only for the turns after the last user message,
+            # unless chat_template_kwargs.preserve_thinking keeps it for every turn.
             reasoning = message.get("reasoning") or message.get("reasoning_content")
-            if reasoning and i > last_user:
+            if reasoning and (preserve_thinking or i > last_user):
                 content = f"<think>\n{reasoning}\n</think>\n\n{content}"
             for call in message.get("tool_calls") or []:
                 xml = qwen_xml_tool_call(call["function"]["name"], json.loads(call["function"]["arguments"]))
@@ -355,9 +357,16 @@ class VLLMDouble:
         self._check_model(body)
         if tool_choice == "auto" and not self.tool_parser:
             raise _ApiError(400, AUTO_TOOL_CHOICE_ERROR)
-        thinking = (body.get("chat_template_kwargs") or {}).get("enable_thinking", True)
+        template_kwargs = body.get("chat_template_kwargs") or {}
         try:
-            prompt = encode(render_prompt(body["messages"], tools, enable_thinking=thinking))
+            prompt = encode(
+                render_prompt(
+                    body["messages"],
+                    tools,
+                    enable_thinking=template_kwargs.get("enable_thinking", True),
+                    preserve_thinking=template_kwargs.get("preserve_thinking", False),
+                )
+            )
         except (KeyError, TypeError, ValueError) as exc:  # e.g. tool-call arguments that are not JSON
             raise _ApiError(400, f"Could not render the chat template: {exc!r}") from exc
 
