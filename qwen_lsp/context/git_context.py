@@ -1,0 +1,230 @@
+"""Git history for the files and lines involved: the uncommitted diff, the
+last commits touching those lines, and blame for the failing lines.
+
+Works outside any repository (empty context), in a repository with no
+commits, in shallow clones and in worktrees. Every git failure shrinks the
+context instead of raising."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from datetime import datetime, timezone
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+try:  # gitpython raises at import when no git executable is on PATH
+    import git
+except ImportError:  # pragma: no cover - the machine has git
+    git = None  # type: ignore[assignment]
+
+
+class BlameLine(BaseModel):
+    line: int
+    commit: str  # short sha, or "uncommitted"
+    author: str
+    date: str  # YYYY-MM-DD
+    summary: str
+    text: str
+
+
+class CommitInfo(BaseModel):
+    sha: str  # short
+    date: str
+    author: str
+    subject: str
+    diff: str  # the relevant hunks only, capped
+
+
+class FileHistory(BaseModel):
+    path: str  # workspace-relative
+    status: str = ""  # "modified", "untracked", "added", "" (clean)
+    diff: str = ""  # uncommitted changes
+    commits: list[CommitInfo] = Field(default_factory=list)
+    blame: list[BlameLine] = Field(default_factory=list)
+
+
+class GitContext(BaseModel):
+    repo_root: str | None = None
+    branch: str | None = None
+    head: str | None = None  # short sha; None before the first commit
+    shallow: bool = False
+    files: list[FileHistory] = Field(default_factory=list)
+
+
+def open_repo(workspace: Path) -> git.Repo | None:
+    if git is None:
+        return None
+    try:
+        return git.Repo(workspace, search_parent_directories=True)
+    except Exception:  # not a repository, a broken .git, no permission
+        return None
+
+
+def _git(repo: git.Repo, *args: str) -> str | None:
+    try:
+        return repo.git.execute(["git", *args], with_extended_output=False, as_process=False, stdout_as_string=True)  # type: ignore[call-overload]
+    except Exception:
+        return None
+
+
+def _cap(text: str, max_lines: int) -> str:
+    lines = text.splitlines()
+    if len(lines) <= max_lines:
+        return text.rstrip("\n")
+    return "\n".join(lines[:max_lines]) + f"\n[... {len(lines) - max_lines} more diff lines ...]"
+
+
+def _ranges(lines: Iterable[int], context: int) -> list[tuple[int, int]]:
+    spans: list[tuple[int, int]] = []
+    for ln in sorted(set(lines)):
+        a, b = max(1, ln - context), ln + context
+        if spans and a <= spans[-1][1] + 1:
+            spans[-1] = (spans[-1][0], max(spans[-1][1], b))
+        else:
+            spans.append((a, b))
+    return spans
+
+
+def _parse_log(out: str) -> list[CommitInfo]:
+    """Entries of `git log --format=%x1e%h%x1f%ad%x1f%an%x1f%s [-p|-L]`."""
+    commits = []
+    for entry in out.split("\x1e"):
+        if not entry.strip():
+            continue
+        head, _, body = entry.partition("\n")
+        parts = head.split("\x1f")
+        if len(parts) < 4:
+            continue
+        diff_start = body.find("diff --git")
+        diff = body[diff_start:] if diff_start >= 0 else body.strip()
+        commits.append(CommitInfo(sha=parts[0], date=parts[1], author=parts[2], subject=parts[3], diff=diff))
+    return commits
+
+
+def _blame(repo: git.Repo, relpath: str, lines: list[int], has_head: bool) -> list[BlameLine]:
+    if not has_head or not lines:
+        return []
+    out: list[BlameLine] = []
+    for a, b in _ranges(lines, 0):
+        text = _git(repo, "blame", "--line-porcelain", "-L", f"{a},{b}", "--", relpath)
+        if not text:
+            continue
+        info: dict[str, str] = {}
+        sha, final = "", 0
+        for ln in text.splitlines():
+            if ln.startswith("\t"):
+                uncommitted = set(sha) == {"0"}
+                date = ""
+                if info.get("author-time"):
+                    date = datetime.fromtimestamp(int(info["author-time"]), tz=timezone.utc).strftime("%Y-%m-%d")
+                out.append(
+                    BlameLine(
+                        line=final, commit="uncommitted" if uncommitted else sha[:8], author=info.get("author", ""),
+                        date=date, summary="" if uncommitted else info.get("summary", ""), text=ln[1:],
+                    )
+                )
+                info = {}
+            elif len(parts := ln.split(" ")) >= 3 and len(parts[0]) >= 40 and all(c in "0123456789abcdef" for c in parts[0]):
+                sha, final = parts[0], int(parts[2])
+            else:
+                key, _, value = ln.partition(" ")
+                info[key] = value
+    return out
+
+
+def git_context(
+    workspace: Path,
+    paths: list[str],
+    lines: dict[str, list[int]] | None = None,
+    *,
+    max_commits: int = 3,
+    diff_lines: int = 40,
+) -> GitContext:
+    """History for `paths` (workspace-relative); `lines` narrows commits and blame to those lines."""
+    repo = open_repo(workspace)
+    if repo is None or repo.working_tree_dir is None:
+        return GitContext()
+    root = Path(repo.working_tree_dir)
+    try:
+        has_head = repo.head.is_valid()
+    except Exception:
+        has_head = False
+    ctx = GitContext(repo_root=str(root))
+    try:
+        ctx.branch = None if repo.head.is_detached else repo.active_branch.name
+    except Exception:
+        ctx.branch = None
+    if has_head:
+        ctx.head = (_git(repo, "rev-parse", "--short", "HEAD") or "").strip() or None
+        ctx.shallow = (_git(repo, "rev-parse", "--is-shallow-repository") or "").strip() == "true"
+    lines = lines or {}
+    for relpath in dict.fromkeys(paths):
+        abs_path = (workspace / relpath).resolve() if not os.path.isabs(relpath) else Path(relpath)
+        try:
+            in_repo = abs_path.relative_to(root.resolve()).as_posix()
+        except ValueError:
+            continue  # a file of another repository (or none)
+        ctx.files.append(_file_history(repo, relpath, in_repo, lines.get(relpath, []), has_head, max_commits, diff_lines))
+    return ctx
+
+
+def _file_history(
+    repo: git.Repo, relpath: str, in_repo: str, lines: list[int], has_head: bool, max_commits: int, diff_lines: int
+) -> FileHistory:
+    hist = FileHistory(path=relpath)
+    status = (_git(repo, "status", "--porcelain", "--", in_repo) or "").strip()
+    code = status[:2]
+    hist.status = {"??": "untracked", "A ": "added", "AM": "added", "D ": "deleted", " D": "deleted"}.get(
+        code, "modified" if code.strip() else ""
+    )
+    if hist.status == "untracked":
+        return hist  # no history, and its whole content is in the files section anyway
+    if has_head:
+        diff = _git(repo, "diff", "HEAD", "--unified=2", "--", in_repo) or ""
+    else:
+        diff = _git(repo, "diff", "--cached", "--unified=2", "--", in_repo) or ""
+    hist.diff = _cap(diff, diff_lines)
+    if not has_head:
+        return hist
+    fmt = "--format=%x1e%h%x1f%ad%x1f%an%x1f%s"
+    log = None
+    spans = _ranges(lines, 3)
+    if spans:
+        # -L follows the lines through history: the commits that made these lines what they are.
+        args = ["log", f"-n{max_commits}", "--date=short", fmt, "--no-color"]
+        for a, b in spans[:3]:
+            args.append(f"-L{a},{b}:{in_repo}")
+        log = _git(repo, *args)
+    if not log:  # no lines given, or -L failed (range past the end of HEAD's version)
+        log = _git(repo, "log", f"-n{max_commits}", "--date=short", fmt, "--no-color", "-p", "--unified=1", "--", in_repo)
+    for c in _parse_log(log or ""):
+        c.diff = _cap(c.diff, diff_lines // 2)
+        hist.commits.append(c)
+    hist.blame = _blame(repo, in_repo, lines, has_head)
+    return hist
+
+
+def render_git(ctx: GitContext) -> str:
+    """Markdown for the git section; empty when there is nothing to say."""
+    if ctx.repo_root is None:
+        return ""
+    head = f"branch {ctx.branch or '(detached)'}, HEAD {ctx.head or '(no commits yet)'}" + (", shallow clone" if ctx.shallow else "")
+    parts = [head]
+    for f in ctx.files:
+        if f.status == "untracked":
+            parts.append(f"### {f.path}\nUntracked (not in git yet).")
+            continue
+        sub = [f"### {f.path}" + (f" ({f.status})" if f.status else "")]
+        if f.diff:
+            sub.append("Uncommitted changes:\n```diff\n" + f.diff + "\n```")
+        if f.blame:
+            rows = "\n".join(f"{b.line:>5} {b.commit} {b.date} {b.author}: {b.summary} | {b.text}" for b in f.blame)
+            sub.append("Blame of the failing lines:\n```\n" + rows + "\n```")
+        for c in f.commits:
+            body = f"\n```diff\n{c.diff}\n```" if c.diff else ""
+            sub.append(f"Commit {c.sha} {c.date} {c.author}: {c.subject}{body}")
+        if len(sub) > 1:
+            parts.append("\n\n".join(sub))
+    return "\n\n".join(parts)

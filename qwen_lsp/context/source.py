@@ -1,0 +1,229 @@
+"""Source context for one location: the enclosing definition, the file's
+outline and imports, and where the symbols used on the failing line are defined.
+
+Reading is the only I/O (`read_source`); the rest works on text. Without a
+grammar for the file every function degrades to a window of lines."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from qwen_lsp.context.treesitter import CONTAINER_KINDS, Definition, definitions, identifiers, imports, language_for, parse
+
+MAX_FILE_BYTES = 2_000_000  # bigger files are generated or data; never put them in a prompt
+
+ReadFile = Callable[[str], str | None]
+# name -> [(workspace-relative path, definition)], e.g. from the repo map's tags.
+Lookup = Callable[[str], list[tuple[str, Definition]]]
+
+
+class Snippet(BaseModel):
+    path: str
+    start_line: int  # 1-based, inclusive
+    end_line: int
+    title: str  # "def load(path)", "lines 10-40"
+    text: str
+
+
+class SourceContext(BaseModel):
+    path: str
+    language: str | None
+    line: int | None
+    total_lines: int
+    imports: list[str] = Field(default_factory=list)
+    outline: str = ""
+    focus: Snippet | None = None
+    related: list[Snippet] = Field(default_factory=list)
+
+
+def is_binary(data: bytes) -> bool:
+    return b"\x00" in data[:8192]
+
+
+def read_source(workspace: Path, relpath: str, read_file: ReadFile | None = None) -> str | None:
+    """Text of a workspace file: the editor's buffer when it has one, else disk.
+
+    None for a missing, unreadable, binary or huge file."""
+    if read_file is not None:
+        try:
+            text = read_file(relpath)
+        except Exception:
+            text = None
+        if text is not None:
+            return text if "\x00" not in text[:8192] else None
+    path = workspace / relpath
+    try:
+        if not path.is_file() or path.stat().st_size > MAX_FILE_BYTES:
+            return None
+        data = path.read_bytes()
+    except OSError:
+        return None
+    if is_binary(data):
+        return None
+    return data.decode("utf-8", errors="replace")
+
+
+def outline(defs: Iterable[Definition]) -> str:
+    """Signatures only, indented by nesting, each with its line number."""
+    return "\n".join(f"{d.line:>5}: {'    ' * d.depth}{d.signature}" for d in defs)
+
+
+def enclosing(defs: list[Definition], line: int, *, max_lines: int | None = None) -> Definition | None:
+    """The innermost definition around `line` (no longer than max_lines if given)."""
+    best = None
+    for d in defs:
+        if d.line <= line <= d.end_line and (max_lines is None or d.end_line - d.line + 1 <= max_lines):
+            if best is None or (d.end_line - d.line) <= (best.end_line - best.line):
+                best = d
+    return best
+
+
+def line_window(text: str, line: int, radius: int = 20) -> Snippet:
+    lines = text.splitlines()
+    line = min(max(1, line), max(1, len(lines)))
+    start, end = max(1, line - radius), min(len(lines), line + radius)
+    return Snippet(path="", start_line=start, end_line=end, title=f"lines {start}-{end}", text="\n".join(lines[start - 1 : end]))
+
+
+def _slice(text: str, start: int, end: int) -> str:
+    return "\n".join(text.splitlines()[start - 1 : end])
+
+
+def focus(text: str, lang: str | None, line: int, *, defs: list[Definition] | None = None, max_lines: int = 150) -> Snippet:
+    """The enclosing function/class when it is short enough, else a window around the line."""
+    if lang is not None:
+        defs = defs if defs is not None else definitions(text, lang)
+        d = enclosing(defs, line, max_lines=max_lines)
+        if d is not None:
+            return Snippet(path="", start_line=d.line, end_line=d.end_line, title=d.signature, text=_slice(text, d.line, d.end_line))
+    return line_window(text, line, radius=min(40, max_lines // 2))
+
+
+# Words every language uses that are never worth looking up.
+_NOISE = {
+    "self", "this", "cls", "super", "true", "false", "null", "nil", "none", "None", "True", "False", "len", "str", "int",
+    "print", "range", "new", "return", "err", "ok", "Ok", "Err", "Some", "i", "j", "k", "x", "y", "_",
+}
+
+
+def referenced_names(text: str, lang: str | None, start_line: int, end_line: int | None = None) -> list[str]:
+    """Identifiers used on the given lines, in order of first use."""
+    end_line = end_line or start_line
+    names: list[str] = []
+    if lang is not None and (tree := parse(text, lang)) is not None:
+        found = [n for n, ln in identifiers(tree, lang, start_line, end_line) if start_line <= ln <= end_line]
+    else:
+        import re
+
+        found = re.findall(r"[A-Za-z_][A-Za-z0-9_]*", _slice(text, start_line, end_line))
+    for n in found:
+        if n not in names and n not in _NOISE and len(n) > 1:
+            names.append(n)
+    return names
+
+
+def source_context(
+    workspace: Path,
+    relpath: str,
+    line: int | None,
+    *,
+    end_line: int | None = None,
+    read_file: ReadFile | None = None,
+    lookup: Lookup | None = None,
+    max_related: int = 6,
+    related_max_lines: int = 40,
+) -> SourceContext | None:
+    """Everything worth knowing around `relpath:line`; None when the file cannot be read."""
+    text = read_source(workspace, relpath, read_file)
+    if text is None:
+        return None
+    lang = language_for(relpath)
+    total = len(text.splitlines())
+    tree = parse(text, lang) if lang else None
+    defs = definitions(text, lang, tree) if lang and tree is not None else []
+    ctx = SourceContext(
+        path=relpath, language=lang if tree is not None else None, line=line, total_lines=total,
+        imports=imports(text, lang, tree) if lang and tree is not None else [],
+        outline=outline(defs),
+    )
+    if line is None:
+        return ctx
+    line = min(max(1, line), max(1, total))
+    snip = focus(text, ctx.language, line, defs=defs)
+    ctx.focus = snip.model_copy(update={"path": relpath})
+    ctx.related = _related(
+        text, relpath, ctx.language, defs, line, end_line or line, lookup, ctx.focus, max_related, related_max_lines, workspace, read_file
+    )
+    return ctx
+
+
+def _related(
+    text: str, relpath: str, lang: str | None, defs: list[Definition], line: int, end_line: int, lookup: Lookup | None,
+    shown: Snippet, max_related: int, max_lines: int, workspace: Path, read_file: ReadFile | None,
+) -> list[Snippet]:
+    """Definitions of the names used on the failing lines: same file first, then the workspace."""
+    out: list[Snippet] = []
+    seen: set[tuple[str, int]] = set()
+
+    def covered(path: str, d: Definition) -> bool:
+        return path == relpath and shown.start_line <= d.line <= shown.end_line
+
+    texts: dict[str, str | None] = {relpath: text}
+    for name in referenced_names(text, lang, line, end_line):
+        if len(out) >= max_related:
+            break
+        candidates = [(relpath, d) for d in defs if d.name == name]
+        if not candidates and lookup is not None:
+            try:
+                candidates = lookup(name)[:3]
+            except Exception:
+                candidates = []
+        for path, d in candidates:
+            if (path, d.line) in seen or covered(path, d) or len(out) >= max_related:
+                continue
+            seen.add((path, d.line))
+            if path not in texts:
+                texts[path] = read_source(workspace, path, read_file)
+            body = texts[path]
+            if body is None:
+                continue
+            end = min(d.end_line, d.line + max_lines - 1)
+            if d.kind in CONTAINER_KINDS and d.end_line - d.line + 1 > max_lines:
+                # A big class: its header and member signatures say more than its first lines.
+                member_sigs = "\n".join(
+                    f"    {m.signature}" for m in definitions(body, language_for(path) or "") if d.line < m.line <= d.end_line and m.depth == d.depth + 1
+                )
+                snippet_text = d.signature + "\n" + member_sigs
+            else:
+                snippet_text = _slice(body, d.line, end) + ("\n    ..." if end < d.end_line else "")
+            out.append(Snippet(path=path, start_line=d.line, end_line=end, title=d.signature, text=snippet_text))
+    return out
+
+
+def fence_language(relpath: str) -> str:
+    lang = language_for(relpath)
+    return {"cpp": "cpp", "tsx": "tsx", "typescript": "ts", "javascript": "js"}.get(lang or "", lang or "")
+
+
+def render_snippet(s: Snippet, *, heading: str = "####") -> str:
+    return f"{heading} {s.path} lines {s.start_line}-{s.end_line}: {s.title}\n```{fence_language(s.path)}\n{s.text}\n```"
+
+
+def render_context(ctx: SourceContext) -> str:
+    """Markdown for the files section when the whole file does not fit.
+
+    Most specific first (the failing definition, what it uses, imports), the
+    outline last: a budget cut then only shortens the outline."""
+    parts = [f"### {ctx.path} ({ctx.total_lines} lines, excerpt)"]
+    if ctx.focus is not None:
+        parts.append(render_snippet(ctx.focus))
+    if ctx.related:
+        parts.append("Definitions used there:\n" + "\n".join(render_snippet(s) for s in ctx.related))
+    if ctx.imports:
+        parts.append("Imports:\n```" + fence_language(ctx.path) + "\n" + "\n".join(ctx.imports) + "\n```")
+    if ctx.outline:
+        parts.append("Outline (line: signature):\n```\n" + ctx.outline + "\n```")
+    return "\n\n".join(parts)

@@ -1,0 +1,334 @@
+"""Tree-sitter plumbing shared by source context and the repo map: which
+language a file is, its definitions (with signatures), imports and identifiers.
+
+Queries are written per language, compiled one pattern at a time and cached,
+so a pattern that a grammar version does not know costs that pattern only."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import PurePosixPath
+from typing import Any
+
+from tree_sitter import Node, Parser, Query, QueryCursor, Tree
+
+EXTENSIONS: dict[str, str] = {
+    ".py": "python", ".pyi": "python",
+    ".js": "javascript", ".jsx": "javascript", ".mjs": "javascript", ".cjs": "javascript",
+    ".ts": "typescript", ".mts": "typescript", ".cts": "typescript", ".tsx": "tsx",
+    ".rs": "rust", ".go": "go", ".java": "java",
+    ".c": "c", ".h": "c",
+    ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".hpp": "cpp", ".hh": "cpp", ".hxx": "cpp", ".ipp": "cpp",
+    ".rb": "ruby", ".rake": "ruby", ".lua": "lua", ".kt": "kotlin", ".kts": "kotlin",
+}
+
+# Definitions: @name is the defined identifier, the other capture names the kind.
+_FN = "function"
+DEF_PATTERNS: dict[str, list[str]] = {
+    "python": [
+        "(function_definition name: (identifier) @name) @function",
+        "(class_definition name: (identifier) @name) @class",
+    ],
+    "javascript": [
+        "(function_declaration name: (_) @name) @function",
+        "(generator_function_declaration name: (_) @name) @function",
+        "(class_declaration name: (_) @name) @class",
+        "(method_definition name: (_) @name) @method",
+        "(variable_declarator name: (identifier) @name value: [(arrow_function) (function_expression)]) @function",
+    ],
+    "typescript": [
+        "(function_declaration name: (_) @name) @function",
+        "(generator_function_declaration name: (_) @name) @function",
+        "(function_signature name: (_) @name) @function",
+        "(class_declaration name: (_) @name) @class",
+        "(abstract_class_declaration name: (_) @name) @class",
+        "(method_definition name: (_) @name) @method",
+        "(method_signature name: (_) @name) @method",
+        "(abstract_method_signature name: (_) @name) @method",
+        "(interface_declaration name: (_) @name) @interface",
+        "(type_alias_declaration name: (_) @name) @type",
+        "(enum_declaration name: (_) @name) @enum",
+        "(variable_declarator name: (identifier) @name value: [(arrow_function) (function_expression)]) @function",
+    ],
+    "rust": [
+        "(function_item name: (_) @name) @function",
+        "(function_signature_item name: (_) @name) @function",
+        "(struct_item name: (_) @name) @class",
+        "(enum_item name: (_) @name) @enum",
+        "(union_item name: (_) @name) @class",
+        "(trait_item name: (_) @name) @interface",
+        "(type_item name: (_) @name) @type",
+        "(mod_item name: (_) @name body: (_)) @module",
+        "(macro_definition name: (_) @name) @function",
+        "(impl_item type: (_) @name) @impl",
+    ],
+    "go": [
+        "(function_declaration name: (_) @name) @function",
+        "(method_declaration name: (_) @name) @method",
+        "(type_spec name: (_) @name) @type",
+    ],
+    "java": [
+        "(class_declaration name: (_) @name) @class",
+        "(interface_declaration name: (_) @name) @interface",
+        "(enum_declaration name: (_) @name) @enum",
+        "(record_declaration name: (_) @name) @class",
+        "(annotation_type_declaration name: (_) @name) @interface",
+        "(method_declaration name: (_) @name) @method",
+        "(constructor_declaration name: (_) @name) @method",
+    ],
+    "c": [
+        "(function_definition declarator: (function_declarator declarator: (_) @name)) @function",
+        "(function_definition declarator: (pointer_declarator declarator: (function_declarator declarator: (_) @name))) @function",
+        "(declaration declarator: (function_declarator declarator: (identifier) @name)) @function",
+        "(struct_specifier name: (_) @name body: (_)) @class",
+        "(union_specifier name: (_) @name body: (_)) @class",
+        "(enum_specifier name: (_) @name body: (_)) @enum",
+        "(type_definition declarator: (type_identifier) @name) @type",
+        "(preproc_function_def name: (_) @name) @function",
+    ],
+    "cpp": [
+        "(function_definition declarator: (function_declarator declarator: (_) @name)) @function",
+        "(function_definition declarator: (pointer_declarator declarator: (function_declarator declarator: (_) @name))) @function",
+        "(function_definition declarator: (reference_declarator (function_declarator declarator: (_) @name))) @function",
+        "(declaration declarator: (function_declarator declarator: (_) @name)) @function",
+        "(field_declaration declarator: (function_declarator declarator: (_) @name)) @method",
+        "(class_specifier name: (_) @name body: (_)) @class",
+        "(struct_specifier name: (_) @name body: (_)) @class",
+        "(union_specifier name: (_) @name body: (_)) @class",
+        "(enum_specifier name: (_) @name body: (_)) @enum",
+        "(namespace_definition name: (_) @name) @module",
+        "(type_definition declarator: (type_identifier) @name) @type",
+        "(alias_declaration name: (_) @name) @type",
+        "(preproc_function_def name: (_) @name) @function",
+    ],
+    "ruby": [
+        "(method name: (_) @name) @method",
+        "(singleton_method name: (_) @name) @method",
+        "(class name: (_) @name) @class",
+        "(module name: (_) @name) @module",
+    ],
+    "lua": [
+        "(function_declaration name: (_) @name) @function",
+        "(variable_declaration (assignment_statement (variable_list name: (_) @name) (expression_list value: (function_definition)))) @function",
+        "(assignment_statement (variable_list name: (_) @name) (expression_list value: (function_definition))) @function",
+    ],
+    "kotlin": [
+        "(function_declaration (simple_identifier) @name) @function",
+        "(class_declaration (type_identifier) @name) @class",
+        "(object_declaration (type_identifier) @name) @class",
+        "(type_alias (type_identifier) @name) @type",
+    ],
+}
+
+IMPORT_TYPES: dict[str, list[str]] = {
+    "python": ["import_statement", "import_from_statement", "future_import_statement"],
+    "javascript": ["import_statement"],
+    "typescript": ["import_statement", "import_alias"],
+    "tsx": ["import_statement", "import_alias"],
+    "rust": ["use_declaration", "extern_crate_declaration"],
+    "go": ["package_clause", "import_declaration"],
+    "java": ["package_declaration", "import_declaration"],
+    "c": ["preproc_include"],
+    "cpp": ["preproc_include", "using_declaration"],
+    "kotlin": ["package_header", "import_header"],
+}
+
+IDENT_TYPES = ["identifier", "type_identifier", "field_identifier", "property_identifier", "constant", "simple_identifier"]
+
+# A definition's signature ends where its body starts.
+_BODY_FIELDS = ("body", "value")
+_BODY_TYPES = {
+    "block", "class_body", "declaration_list", "field_declaration_list", "compound_statement", "statement_block",
+    "enum_body", "interface_body", "enumerator_list", "object_type", "function_body", "body_statement",
+    "constructor_body", "enum_variant_list", "annotation_type_body", "record_body",
+}
+CONTAINER_KINDS = {"class", "interface", "module", "impl", "enum"}
+
+
+@dataclass(frozen=True)
+class Definition:
+    name: str
+    kind: str  # function, method, class, interface, type, enum, module, impl
+    line: int  # 1-based, first line of the definition (decorators excluded)
+    end_line: int  # 1-based, inclusive
+    signature: str  # the header up to the body, whitespace-collapsed
+    depth: int  # nesting among definitions: 0 top level, 1 method of a class, ...
+
+
+def language_for(path: str) -> str | None:
+    p = PurePosixPath(path)
+    return EXTENSIONS.get(p.suffix.lower())
+
+
+@lru_cache(maxsize=None)
+def _language(lang: str) -> Any:
+    from tree_sitter_language_pack import get_language
+
+    return get_language(lang)  # type: ignore[arg-type]
+
+
+@lru_cache(maxsize=None)
+def parser_for(lang: str) -> Parser | None:
+    try:
+        from tree_sitter_language_pack import get_parser
+
+        return get_parser(lang)  # type: ignore[arg-type]
+    except Exception:  # grammar missing or not loadable: callers fall back to a line window
+        return None
+
+
+def _patterns_for(lang: str) -> list[str]:
+    if lang == "tsx":
+        return DEF_PATTERNS["typescript"]
+    return DEF_PATTERNS.get(lang, [])
+
+
+@lru_cache(maxsize=None)
+def _def_queries(lang: str) -> tuple[Query, ...]:
+    out = []
+    for pattern in _patterns_for(lang):
+        try:
+            out.append(Query(_language(lang), pattern))
+        except Exception:
+            continue  # a node type this grammar version does not have
+    return tuple(out)
+
+
+@lru_cache(maxsize=None)
+def _kinds_query(lang: str, kinds: tuple[str, ...]) -> Query | None:
+    try:
+        language = _language(lang)
+        present = [k for k in kinds if language.id_for_node_kind(k, True)]
+        return Query(language, "[" + " ".join(f"({k})" for k in present) + "] @x") if present else None
+    except Exception:
+        return None
+
+
+def parse(text: str | bytes, lang: str) -> Tree | None:
+    parser = parser_for(lang)
+    if parser is None:
+        return None
+    data = text.encode("utf-8", "replace") if isinstance(text, str) else text
+    try:
+        return parser.parse(data)
+    except Exception:
+        return None
+
+
+def _name_text(node: Node) -> str:
+    raw = (node.text or b"").decode("utf-8", "replace")
+    # Qualified names (Shape::area, M.foo, obj:method) are tagged by their last part.
+    for sep in ("::", ".", ":"):
+        raw = raw.rsplit(sep, 1)[-1]
+    return raw.strip().lstrip("~*&")
+
+
+def _signature(node: Node, source: bytes) -> str:
+    body = None
+    for f in _BODY_FIELDS:
+        cand = node.child_by_field_name(f)
+        if cand is not None and cand.type in _BODY_TYPES | {"function_definition", "arrow_function", "function_expression"}:
+            body = cand
+            break
+    if body is None:
+        body = next((c for c in node.children if c.type in _BODY_TYPES), None)
+    if node.type == "variable_declarator" and body is not None and body.type in {"arrow_function", "function_expression"}:
+        inner = body.child_by_field_name("body")
+        end = inner.start_byte if inner is not None else body.end_byte
+    else:
+        end = body.start_byte if body is not None else node.end_byte
+    # Where the definition's statement starts (const/export/decorators are part of how it reads).
+    start = node.start_byte
+    parent = node.parent
+    if node.type == "variable_declarator" and parent is not None:
+        start = parent.start_byte
+        if parent.parent is not None and parent.parent.type == "export_statement":
+            start = parent.parent.start_byte
+    elif parent is not None and parent.type == "export_statement":
+        start = parent.start_byte
+    elif node.type == "type_spec" and parent is not None and parent.type == "type_declaration" and parent.named_child_count == 1:
+        start = parent.start_byte
+    text = source[start:end].decode("utf-8", "replace")
+    text = " ".join(text.split())
+    if body is None:
+        text = text.split("{", 1)[0].strip() if node.type not in {"declaration", "field_declaration"} else text
+    text = text.rstrip("{ ").rstrip()
+    return text[:240] + (" ..." if len(text) > 240 else "")
+
+
+def definitions(text: str, lang: str, tree: Tree | None = None) -> list[Definition]:
+    """Every definition in the file, in source order, with nesting depth."""
+    source = text.encode("utf-8", "replace")
+    tree = tree or parse(source, lang)
+    if tree is None:
+        return []
+    found: dict[tuple[int, int], tuple[Node, Node, str]] = {}
+    for query in _def_queries(lang):
+        for _, caps in QueryCursor(query).matches(tree.root_node):
+            name_nodes = caps.get("name")
+            kind, nodes = next(((k, v) for k, v in caps.items() if k != "name"), (None, None))
+            if not name_nodes or not nodes or kind is None:
+                continue
+            node = nodes[0]
+            key = (node.start_byte, node.end_byte)
+            if key not in found:
+                found[key] = (node, name_nodes[0], kind)
+    items = sorted(found.values(), key=lambda t: (t[0].start_byte, -t[0].end_byte))
+    out: list[Definition] = []
+    stack: list[tuple[int, str]] = []  # (end byte, kind) of the enclosing definitions
+    for node, name_node, kind in items:
+        while stack and stack[-1][0] <= node.start_byte:
+            stack.pop()
+        if kind == "function" and stack and stack[-1][1] in CONTAINER_KINDS - {"module"}:
+            kind = "method"
+        out.append(
+            Definition(
+                name=_name_text(name_node), kind=kind, line=node.start_point[0] + 1, end_line=node.end_point[0] + 1,
+                signature=_signature(node, source), depth=len(stack),
+            )
+        )
+        stack.append((node.end_byte, kind))
+    return out
+
+
+def imports(text: str, lang: str, tree: Tree | None = None) -> list[str]:
+    """The import/include/use statements of the file, as written."""
+    if lang == "tsx":
+        kinds = tuple(IMPORT_TYPES["tsx"])
+    else:
+        kinds = tuple(IMPORT_TYPES.get(lang, []))
+    source = text.encode("utf-8", "replace")
+    tree = tree or parse(source, lang)
+    if tree is None:
+        return []
+    out = []
+    query = _kinds_query(lang, kinds) if kinds else None
+    if query is not None:
+        for node in QueryCursor(query).captures(tree.root_node).get("x", []):
+            out.append((node.start_byte, (node.text or b"").decode("utf-8", "replace").strip()))
+    # Ruby/Lua/CommonJS load modules through ordinary calls.
+    if lang in {"ruby", "lua", "javascript", "typescript", "tsx"}:
+        for i, ln in enumerate(text.splitlines()):
+            s = ln.strip()
+            if ("require" in s and ("require(" in s or s.startswith(("require ", "require_relative ")))) and len(s) < 200:
+                out.append((i * 10**9, s))  # no byte offset needed: sorted after the statements
+    seen: set[str] = set()
+    result = []
+    for _, s in sorted(out, key=lambda t: t[0]):
+        if s not in seen:
+            seen.add(s)
+            result.append(s)
+    return result
+
+
+def identifiers(tree: Tree, lang: str, start_line: int | None = None, end_line: int | None = None) -> list[tuple[str, int]]:
+    """(name, 1-based line) of every identifier, optionally only within [start_line, end_line]."""
+    query = _kinds_query(lang, tuple(IDENT_TYPES))
+    if query is None:
+        return []
+    cursor = QueryCursor(query)
+    if start_line is not None and end_line is not None:
+        cursor.set_point_range((max(0, start_line - 1), 0), (end_line, 0))
+    nodes = cursor.captures(tree.root_node).get("x", [])
+    return [((n.text or b"").decode("utf-8", "replace"), n.start_point[0] + 1) for n in nodes]

@@ -1,0 +1,260 @@
+"""Prompt assembly in a fixed order — system, tool schemas, repo map, git
+context, files, task — so that successive requests about one workspace share
+the longest byte-stable prefix (vLLM prefix caching), with a token budget per
+section and for the whole input."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from qwen_lsp.context.frames import Frame, parse_output, primary_frame, strip_ansi, truncate_output
+from qwen_lsp.context.git_context import git_context, render_git
+from qwen_lsp.context.repomap import TagIndex, build_index, repo_map
+from qwen_lsp.context.source import fence_language, read_source, referenced_names, render_context, render_snippet, source_context
+from qwen_lsp.context.treesitter import language_for
+from qwen_lsp.models import Task
+from qwen_lsp.settings import Settings
+from qwen_lsp.tokens import count_tokens, truncate_to_tokens
+
+# What the chat template adds around the messages and tool schemas (role tags, tool preamble).
+TEMPLATE_OVERHEAD = 256
+HEADINGS = {"repo_map": "# Repository map", "git": "# Git context", "files": "# Files", "task": "# Task"}
+MAX_FRAME_FILES = 4  # other files of the traceback shown besides the primary one
+
+
+class Prompt(BaseModel):
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+    section_tokens: dict[str, int]
+    frames: list[Frame] = Field(default_factory=list)
+    primary: Frame | None = None
+
+
+def _marker(budget: int) -> str:
+    return f"\n[... truncated to fit the {budget}-token budget ...]"
+
+
+def fit(text: str, budget: int) -> str:
+    """`text` if it fits in `budget` tokens, else its head plus a visible truncation marker."""
+    if budget <= 0:
+        return ""
+    if count_tokens(text) <= budget:
+        return text
+    marker = _marker(budget)
+    return truncate_to_tokens(text, max(0, budget - count_tokens(marker))).rstrip("\n") + marker
+
+
+def assemble(
+    task: Task,
+    workspace: Path,
+    settings: Settings,
+    *,
+    system: str,
+    tools: list[dict],
+    read_file: Callable[[str], str | None] | None = None,
+    cache_dir: Path | None = None,
+) -> Prompt:
+    workspace = Path(workspace)
+    budgets = settings.budgets
+
+    # --- where the task points: the task's own location, then the traceback's frames
+    frames: list[Frame] = []
+    primary: Frame | None = None
+    if task.terminal_output:
+        cwd = workspace / task.cwd if task.cwd else workspace
+        try:
+            frames = parse_output(task.terminal_output, cwd=cwd, workspace=workspace)
+        except Exception:
+            frames = []
+        primary = primary_frame(frames)
+    focus_path, focus_line, focus_end = task.path, task.start_line, task.end_line
+    if focus_path is None and primary is not None:
+        focus_path, focus_line, focus_end = primary.resolved, primary.line, primary.line
+    focus_line = focus_line or (primary.line if primary is not None and primary.resolved == focus_path else None)
+    frame_files = _frame_locations(frames, primary)
+    focus_files = [p for p in dict.fromkeys([focus_path, *[p for p, _ in frame_files]]) if p]
+
+    # --- budgets: the whole input must fit; the task is kept, the context sections shrink together
+    fixed = count_tokens(system) + (count_tokens(json.dumps(tools, ensure_ascii=False)) if tools else 0) + TEMPLATE_OVERHEAD
+    available = max(0, budgets.total_input - fixed)
+    task_budget = min(budgets.task, max(0, available // 2))
+    wanted = budgets.repo_map + budgets.git + budgets.files
+    scale = min(1.0, max(0, available - task_budget) / wanted) if wanted else 0.0
+    map_budget, git_budget, files_budget = (int(b * scale) for b in (budgets.repo_map, budgets.git, budgets.files))
+
+    # --- tags (shared by the map and by definition lookup for the files section)
+    index: TagIndex | None = None
+    try:
+        index = build_index(workspace, cache_dir=cache_dir if cache_dir is not None else settings.cache_dir)
+    except Exception:
+        index = None
+
+    mentioned = _mentioned_names(workspace, focus_path, focus_line, focus_end, primary, read_file)
+
+    sections: dict[str, str] = {}
+    try:
+        sections["repo_map"] = (
+            repo_map(workspace, max(0, map_budget - 8), focus_files=focus_files, mentioned=mentioned,
+                     exclude=[focus_path] if focus_path else [], index=index)
+            if index is not None else ""
+        )
+    except Exception:
+        sections["repo_map"] = ""
+
+    try:
+        lines: dict[str, list[int]] = {}
+        if focus_path and focus_line:
+            lines.setdefault(focus_path, []).extend(range(focus_line, (focus_end or focus_line) + 1))
+        for p, ln in frame_files:
+            lines.setdefault(p, []).append(ln)
+        sections["git"] = fit(render_git(git_context(workspace, focus_files[:3], lines)), git_budget - 8)
+    except Exception:
+        sections["git"] = ""
+
+    sections["files"] = _files_section(
+        workspace, focus_path, focus_line, focus_end, frame_files, files_budget - 8, read_file, index
+    )
+    sections["task"] = _fit_task(task, frames, primary, task_budget - 8)
+
+    user = "\n\n".join(f"{HEADINGS[k]}\n\n{v.strip() or '(none)'}" for k, v in sections.items())
+    # Headings and joins cost a few tokens the section budgets did not see: trim files if over.
+    over = fixed + count_tokens(user) - budgets.total_input
+    if over > 0:
+        files_tokens = count_tokens(sections["files"])
+        sections["files"] = fit(sections["files"], max(0, files_tokens - over - 16))
+        user = "\n\n".join(f"{HEADINGS[k]}\n\n{v.strip() or '(none)'}" for k, v in sections.items())
+
+    section_tokens = {"system": count_tokens(system), "tools": fixed - count_tokens(system) - TEMPLATE_OVERHEAD}
+    section_tokens.update({k: count_tokens(v) for k, v in sections.items()})
+    section_tokens["total"] = count_tokens(system) + count_tokens(user) + section_tokens["tools"]
+    return Prompt(
+        messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
+        tools=tools, section_tokens=section_tokens, frames=frames, primary=primary,
+    )
+
+
+def _frame_locations(frames: list[Frame], primary: Frame | None) -> list[tuple[str, int]]:
+    """User frames of the primary frame's trace, deepest first, one per (file, line)."""
+    if primary is None:
+        return []
+    out: list[tuple[str, int]] = []
+    for f in reversed([f for f in frames if f.trace == primary.trace and f.resolved and not f.library]):
+        if f.resolved and (f.resolved, f.line) not in out:
+            out.append((f.resolved, f.line))
+    return out
+
+
+def _mentioned_names(
+    workspace: Path, path: str | None, line: int | None, end: int | None, primary: Frame | None,
+    read_file: Callable[[str], str | None] | None,
+) -> list[str]:
+    names: list[str] = []
+    if path and line:
+        text = read_source(workspace, path, read_file)
+        if text is not None:
+            try:
+                names.extend(referenced_names(text, language_for(path), line, end or line))
+            except Exception:
+                pass
+    if primary is not None:
+        names.extend(re.findall(r"[`'\"‘]([A-Za-z_][\w]*)[`'\"’]", primary.message))
+    return list(dict.fromkeys(names))
+
+
+def _files_section(
+    workspace: Path, path: str | None, line: int | None, end: int | None, frame_files: list[tuple[str, int]],
+    budget: int, read_file: Callable[[str], str | None] | None, index: TagIndex | None,
+) -> str:
+    if budget <= 0:
+        return ""
+    parts: list[str] = []
+    used = 0
+    lookup = index.lookup if index is not None else None
+
+    def add(text: str) -> bool:
+        nonlocal used
+        tokens = count_tokens(text) + 2
+        if used + tokens > budget:
+            return False
+        parts.append(text)
+        used += tokens
+        return True
+
+    if path:
+        text = read_source(workspace, path, read_file)
+        if text is None:
+            add(f"### {path}\n(could not be read: missing, binary or too large)")
+        else:
+            whole = f"### {path} (whole file, {len(text.splitlines())} lines)\n```{fence_language(path)}\n{text.rstrip()}\n```"
+            ctx = None
+            try:
+                ctx = source_context(workspace, path, line, end_line=end, read_file=read_file, lookup=lookup)
+            except Exception:
+                ctx = None
+            if count_tokens(whole) <= budget * 0.6 or ctx is None:
+                if not add(whole):
+                    parts.append(fit(whole, budget - used))
+                    used = budget
+                related = ctx.related if ctx is not None else []
+                if related:
+                    add("Definitions used at the failing line:\n" + "\n".join(render_snippet(s) for s in related))
+            else:
+                excerpt = render_context(ctx)
+                if not add(excerpt):
+                    parts.append(fit(excerpt, budget - used))
+                    used = budget
+    shown = {path}
+    for other, ln in frame_files:
+        if other in shown or len(shown) > MAX_FRAME_FILES:
+            continue
+        shown.add(other)
+        try:
+            ctx = source_context(workspace, other, ln, read_file=read_file, lookup=None, max_related=0)
+        except Exception:
+            ctx = None
+        if ctx is None or ctx.focus is None:
+            continue
+        add(f"### {other} (traceback frame at line {ln})\n" + render_snippet(ctx.focus))
+    return "\n\n".join(parts)
+
+
+def _fit_task(task: Task, frames: list[Frame], primary: Frame | None, budget: int) -> str:
+    """The task section within budget: the request stays whole, the terminal output shrinks around the failure."""
+    text = ""
+    for max_lines in (200, 100, 50, 20, 8):
+        text = _task_section(task, frames, primary, max_lines)
+        if count_tokens(text) <= budget:
+            return text
+    return fit(text, budget)
+
+
+def _task_section(task: Task, frames: list[Frame], primary: Frame | None, max_lines: int = 200) -> str:
+    rows = [f"Kind: {task.kind.value}", f"Request: {task.description}"]
+    if task.path:
+        where = task.path
+        if task.start_line:
+            where += f":{task.start_line}" + (f"-{task.end_line}" if task.end_line and task.end_line != task.start_line else "")
+        rows.append(f"Location: {where}")
+    if task.command:
+        rows.append(f"Command: {task.command}" + (f" (exit code {task.exit_code})" if task.exit_code is not None else ""))
+    if task.cwd:
+        rows.append(f"Working directory: {task.cwd}")
+    if primary is not None:
+        rows.append(f"Primary failure: {primary.resolved}:{primary.line}" + (f":{primary.column}" if primary.column else "") + f": {primary.message}")
+        user = [f for f in frames if f.trace == primary.trace and f.resolved and not f.library]
+        if len(user) > 1:
+            rows.append("Call chain (outermost first): " + " -> ".join(f"{f.resolved}:{f.line}" + (f" {f.function}" if f.function else "") for f in user))
+    others = [f for f in frames if primary is not None and f.trace != primary.trace and f.resolved and f.severity == "error"]
+    if others:
+        rows.append("Other errors: " + "; ".join(f"{f.resolved}:{f.line}: {f.message.splitlines()[0][:120]}" for f in others[:8]))
+    text = "\n".join(rows)
+    if task.terminal_output:
+        output = truncate_output(strip_ansi(task.terminal_output), max_lines=max_lines, max_line_chars=500)
+        text += f"\n\nTerminal output:\n```\n{output.rstrip()}\n```"
+    return text
