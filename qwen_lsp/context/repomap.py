@@ -213,30 +213,28 @@ def rank_definitions(
     graph = nx.DiGraph()
     graph.add_nodes_from(index.files)
     n_files = max(1, len(index.files))
-    for name, definers in index.defined_in.items():
-        # Names defined everywhere (get, run, __init__) say little about which file matters.
-        mult = 1.0
-        if name in mentioned_set:
-            mult *= 10
-        if name.startswith("_"):
-            mult *= 0.1
-        if len(definers) > 5:
-            mult *= 0.1
-        if len(name) < 3:
-            mult *= 0.1
-        for referrer, tags in index.files.items():
-            count = tags.refs.get(name)
-            if not count:
+    edges: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)  # (referrer, definer) -> name -> weight
+    for referrer, tags in index.files.items():
+        for name, count in tags.refs.items():
+            definers = index.defined_in.get(name)
+            if not definers:
                 continue
+            # Names defined everywhere (get, run, __init__) say little about which file matters.
+            mult = 1.0
+            if name in mentioned_set:
+                mult *= 10
+            if name.startswith("_"):
+                mult *= 0.1
+            if len(definers) > 5:
+                mult *= 0.1
+            if len(name) < 3:
+                mult *= 0.1
             w = mult * math.sqrt(count) / len(definers)
             for definer in definers:
-                if definer == referrer:
-                    continue
-                if graph.has_edge(referrer, definer):
-                    graph[referrer][definer]["weight"] += w
-                    graph[referrer][definer]["names"][name] = graph[referrer][definer]["names"].get(name, 0) + w
-                else:
-                    graph.add_edge(referrer, definer, weight=w, names={name: w})
+                if definer != referrer:
+                    edges[(referrer, definer)][name] = w
+    for (u, v), names in edges.items():
+        graph.add_edge(u, v, weight=sum(names.values()), names=names)
     personalization = {f: 100.0 / len(focus) for f in focus if f in index.files}
     for f in index.files:
         personalization.setdefault(f, 1.0 / n_files)

@@ -330,5 +330,5 @@ def identifiers(tree: Tree, lang: str, start_line: int | None = None, end_line: 
     cursor = QueryCursor(query)
     if start_line is not None and end_line is not None:
         cursor.set_point_range((max(0, start_line - 1), 0), (end_line, 0))
-    nodes = cursor.captures(tree.root_node).get("x", [])
+    nodes = sorted(cursor.captures(tree.root_node).get("x", []), key=lambda n: n.start_byte)
     return [((n.text or b"").decode("utf-8", "replace"), n.start_point[0] + 1) for n in nodes]

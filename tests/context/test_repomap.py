@@ -1,0 +1,114 @@
+"""Repo map: file selection, tag cache, ranking, token budget."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from qwen_lsp.context import repomap
+from qwen_lsp.context.repomap import build_index, list_files, rank_definitions, repo_map
+from qwen_lsp.tokens import count_tokens
+
+
+def write(root: Path, rel: str, text: str | bytes) -> None:
+    p = root / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_bytes(text) if isinstance(text, bytes) else p.write_text(text)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "proj"
+    write(root, "app/models.py", "class User:\n    def save(self):\n        pass\n\n\nclass Order:\n    def total(self):\n        return 0\n")
+    write(root, "app/views.py", "from app.models import User\n\n\ndef show_user(uid):\n    u = User()\n    u.save()\n    return u\n")
+    write(root, "app/billing.py", "from app.models import Order\n\n\ndef invoice(o: Order):\n    return o.total()\n")
+    write(root, "app/util.py", "def slugify(s):\n    return s.lower()\n")
+    write(root, "web/main.ts", "export function boot(): void {}\n")
+    return root
+
+
+def test_list_files_honours_gitignore_and_skips(project: Path) -> None:
+    write(project, ".gitignore", "build/\n*.gen.py\n!keep.gen.py\n")
+    write(project, "build/out.py", "x = 1\n")
+    write(project, "app/auto.gen.py", "x = 1\n")
+    write(project, "app/keep.gen.py", "x = 1\n")
+    write(project, "vendor/.gitignore", "*.js\n")
+    write(project, "vendor/lib.js", "var a;\n")
+    write(project, "vendor/lib.py", "a = 1\n")
+    write(project, "node_modules/pkg/index.js", "var a;\n")
+    write(project, "docs/readme.md", "# docs\n")
+    files = list_files(project)
+    assert files == [
+        "app/billing.py", "app/keep.gen.py", "app/models.py", "app/util.py", "app/views.py", "vendor/lib.py", "web/main.ts",
+    ]
+
+
+def test_binaries_and_huge_files_are_skipped(project: Path) -> None:
+    write(project, "app/blob.py", b"\x00\x01binary")
+    write(project, "app/huge.py", "x = 1\n" * 200_000)
+    index = build_index(project)
+    assert "app/blob.py" not in index.files and "app/huge.py" not in index.files
+    assert "app/models.py" in index.files
+
+
+def test_tags_are_cached_by_mtime_and_size(project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+    real = repomap.extract_tags
+
+    def counting(text: str, lang: str):
+        calls.append(lang)
+        return real(text, lang)
+
+    monkeypatch.setattr(repomap, "extract_tags", counting)
+    cache = tmp_path / "cache"
+    cold = build_index(project, cache_dir=cache)
+    assert len(calls) == 5
+    calls.clear()
+    warm = build_index(project, cache_dir=cache)
+    assert calls == []
+    assert {f: [d.name for d in t.defs] for f, t in warm.files.items()} == {f: [d.name for d in t.defs] for f, t in cold.files.items()}
+    # A changed file is parsed again, and only that one.
+    p = project / "app/util.py"
+    p.write_text("def slugify(s):\n    return s.lower()\n\n\ndef unslug(s):\n    return s\n")
+    os.utime(p, ns=(p.stat().st_atime_ns, p.stat().st_mtime_ns + 1_000_000))
+    again = build_index(project, cache_dir=cache)
+    assert calls == ["python"]
+    assert [d.name for d in again.files["app/util.py"].defs] == ["slugify", "unslug"]
+
+
+def test_ranking_follows_references_from_focus(project: Path) -> None:
+    index = build_index(project)
+    from_views = [(f, d.name) for f, d, _ in rank_definitions(index, focus_files=["app/views.py"])]
+    assert from_views[0] == ("app/models.py", "User")
+    from_billing = [(f, d.name) for f, d, _ in rank_definitions(index, focus_files=["app/billing.py"])]
+    assert from_billing[0] == ("app/models.py", "Order")
+    mentioned = [(f, d.name) for f, d, _ in rank_definitions(index, focus_files=["app/views.py"], mentioned=["slugify"])]
+    assert mentioned[0] == ("app/util.py", "slugify")
+
+
+def test_map_renders_signatures_with_classes(project: Path) -> None:
+    text = repo_map(project, 1000, focus_files=["app/views.py"], exclude=["app/views.py"])
+    assert "app/models.py:\n    1│class User:\n    2│    def save(self):" in text
+    assert "app/views.py" not in text
+
+
+@pytest.mark.parametrize("budget", [5, 20, 60, 200])
+def test_map_never_exceeds_budget(project: Path, budget: int) -> None:
+    for i in range(200):
+        write(project, f"gen/mod{i}.py", f"def func_{i}(a, b):\n    return a + b\n\n\nclass Kind{i}:\n    pass\n")
+    text = repo_map(project, budget, focus_files=["app/views.py"])
+    assert count_tokens(text) <= budget
+
+
+def test_empty_and_missing_workspace(tmp_path: Path) -> None:
+    assert repo_map(tmp_path, 500) == ""
+    assert repo_map(tmp_path / "nope", 500) == ""
+    assert repo_map(tmp_path, 0) == ""
+
+
+def test_unwritable_cache_dir_still_works(project: Path, tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a dir")
+    assert "app/models.py" in build_index(project, cache_dir=blocker / "sub").files
