@@ -112,5 +112,6 @@ class CachedState(BaseModel):
 
     plan: Plan
     plan_message: dict[str, Any]  # the assistant message, with `reasoning`
+    file_hashes: dict[str, str] = Field(default_factory=dict)  # what the plan saw; any change = miss
     transcript: list[dict[str, Any]] = Field(default_factory=list)
     result_summary: str = ""

@@ -1,0 +1,324 @@
+"""The fix engine: one thinking plan, then non-thinking patch rounds with tools.
+
+    plan = think(context + task)                      # cached on disk by task fingerprint
+    loop: reply = patch(conversation)                 # append-only: byte-stable prefix
+          run its tool calls on the in-memory overlay
+          on finish: validate (parse + verify command); failures go back as tool results
+          the same failure twice: re-plan once (thinking) with the failed attempt in view
+    result = plan, diffs, shell suggestions, validation, accounting
+
+Nothing here writes to the workspace: callers apply `FixResult.changes`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from . import prompt
+from .cache import StateCache, content_hash, normalize_output, task_fingerprint
+from .client import Completion, ModelClient, ToolsUnsupported
+from .context.frames import parse_output
+from .edits import EditError, apply_edit
+from .models import Accounting, CachedState, FixResult, Plan, Risk, Task, TaskKind, Validation
+from .overlay import BufferReader, Overlay, PathOutsideWorkspace
+from .parsing import loads_loose, parse_edit_blocks
+from .risk import classify, is_test_command
+from .settings import Settings
+from .tools import TOOLS, ToolBox
+from .validate import check_parse, run_verify
+
+Progress = Callable[[str], None]
+
+SYSTEM = """You are qwen-lsp, a careful coding agent working inside the user's editor on their workspace.
+You fix the problem you are given with the smallest correct change, keeping the code's style.
+You cannot run commands; you can suggest one for the user with suggest_command.
+Edits go through edit_file/create_file and are shown to the user before anything is written."""
+
+PLAN_REQUEST = """First plan the fix. Answer with only a JSON object:
+{"hypotheses": [causes, most likely first], "evidence": [{"path", "start_line", "end_line", "reason"}],
+ "steps": [what to change], "verify_command": a shell command that shows the fix works, or null}"""
+
+PATCH_REQUEST = """Now carry out the plan with the tools: read what you need, edit with edit_file \
+(old_string copied exactly from the file), suggest shell commands if the fix needs one, then call finish."""
+
+TEXT_PATCH_REQUEST = """Now make the change. Tools are not available: write each edit as a block
+
+path/to/file
+<<<<<<< SEARCH
+exact existing lines
+=======
+replacement lines
+>>>>>>> REPLACE
+
+and nothing else. Write no blocks when no change is needed."""
+
+REPLAN_REQUEST = "The same check failed twice in a row. Step back and re-plan. " + PLAN_REQUEST
+
+NUDGE = "Use the tools to make the change, or call finish if nothing needs changing."
+
+
+class Engine:
+    def __init__(self, settings: Settings, client: ModelClient | None = None, cache: StateCache | None = None) -> None:
+        self.settings = settings
+        self.client = client or ModelClient(settings)
+        self.cache = cache or StateCache(settings.cache_dir / "state", settings.cache_size_mb)
+        self.tools_supported = True  # flips off once the server refuses tool calling
+
+    async def fix(
+        self, task: Task, workspace: Path, *, read_buffer: BufferReader | None = None, progress: Progress | None = None
+    ) -> FixResult:
+        run = _Run(self, task, workspace, read_buffer, progress or (lambda _msg: None))
+        return await run.execute()
+
+
+class _Run:
+    """The state of one fix: conversation, overlay, accounting."""
+
+    def __init__(self, engine: Engine, task: Task, workspace: Path, read_buffer: BufferReader | None, progress: Progress):
+        self.engine, self.task, self.progress = engine, task, progress
+        self.settings = engine.settings
+        self.overlay = Overlay(workspace, read_buffer)
+        self.toolbox = ToolBox(self.overlay)
+        self.accounting = Accounting()
+        self.started = time.monotonic()
+        self.messages: list[dict[str, Any]] = []
+        self.tools: list[dict[str, Any]] = TOOLS if engine.tools_supported else []
+        self.plan: Plan | None = None
+
+    async def execute(self) -> FixResult:
+        key = task_fingerprint(self.task, self._involved_file_hashes())
+        built = prompt.assemble(
+            self.task, self.overlay.root, self.settings, system=SYSTEM, tools=self.tools, read_file=self.overlay.read,
+            cache_dir=self.settings.cache_dir,
+        )
+        self.messages = list(built.messages)
+        if self.task.kind == TaskKind.explain:
+            return await self._explain()
+
+        self.messages.append({"role": "user", "content": PLAN_REQUEST})
+        cached = self.engine.cache.get_state(key)
+        if cached is not None and self._seen_hashes(cached.file_hashes) == cached.file_hashes:
+            self.plan, plan_message = cached.plan, cached.plan_message
+            self.accounting.plan_from_cache = True
+            self.progress("plan restored from cache")
+        else:
+            self.progress("planning")
+            self.plan, plan_message = await self._plan()
+        state = CachedState(plan=self.plan, plan_message=plan_message, file_hashes=self._plan_inputs())
+        self.engine.cache.put_state(key, state)
+        self.messages.append(plan_message)
+
+        validation, summary = await self._patch_loop()
+        result = self._result(validation, summary)
+        self.engine.cache.put_state(key, state.model_copy(update={"transcript": self.messages, "result_summary": summary}))
+        return result
+
+    # -- phases ---------------------------------------------------------------------------
+
+    async def _plan(self) -> tuple[Plan, dict[str, Any]]:
+        """The thinking call; the last message must be the plan request."""
+        reply = await self._call(thinking=True, json_schema=Plan.model_json_schema())
+        return parse_plan(reply.content), reply.assistant_message()
+
+    async def _patch_loop(self) -> tuple[Validation, str]:
+        self.messages.append({"role": "user", "content": PATCH_REQUEST if self.tools else TEXT_PATCH_REQUEST})
+        seen_failures: set[str] = set()
+        replanned = False
+        idle_rounds = 0
+        validation = Validation()
+        for round_no in range(1, self.settings.max_rounds + 1):
+            if self._spent() >= self.settings.max_total_tokens:
+                return validation, f"stopped: token budget of {self.settings.max_total_tokens} used"
+            self.progress(f"patch round {round_no}")
+            try:
+                reply = await self._call(thinking=False)
+            except ToolsUnsupported:
+                self._switch_to_text_mode()
+                continue
+            self.messages.append(reply.assistant_message())
+            if not self.tools:
+                done, validation = await self._text_round(reply)
+                if done:
+                    return validation, reply.content.strip()[:500]
+                continue
+            if not reply.tool_calls:
+                idle_rounds += 1
+                if idle_rounds >= 2:
+                    return validation, reply.content.strip()[:500]
+                self.messages.append({"role": "user", "content": NUDGE})
+                continue
+            idle_rounds = 0
+            for call in reply.tool_calls:
+                result = self.toolbox.call(call.name, call.arguments)
+                if call.name == "finish" and self.toolbox.finished is not None:
+                    validation = await self._validate()
+                    result = _validation_report(validation)
+                self.messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+            if self.toolbox.finished is None:
+                continue
+            if validation.ok:
+                return validation, self.toolbox.finished
+            self.toolbox.finished = None
+            fingerprint = _failure_fingerprint(validation)
+            if fingerprint in seen_failures and not replanned:
+                replanned = True
+                self.progress("re-planning after a repeated failure")
+                self.messages.append({"role": "user", "content": REPLAN_REQUEST})
+                self.plan, message = await self._plan()
+                self.messages.append(message)
+                self.messages.append({"role": "user", "content": PATCH_REQUEST})
+            seen_failures.add(fingerprint)
+        return validation, "stopped: round limit reached"
+
+    async def _text_round(self, reply: Completion) -> tuple[bool, Validation]:
+        """Degraded mode: apply SEARCH/REPLACE blocks from plain text."""
+        blocks = parse_edit_blocks(reply.content)
+        if not blocks:
+            return True, await self._validate() if self.overlay.changes() else Validation()
+        errors = []
+        for block in blocks:
+            try:
+                text = self.overlay.read(block.path)
+                if text is None:
+                    errors.append(f"{block.path}: no such file")
+                    continue
+                self.overlay.write(block.path, apply_edit(text, block.old, block.new, path=block.path).text)
+            except (EditError, PathOutsideWorkspace) as exc:
+                errors.append(f"{block.path}: {exc}")
+        validation = await self._validate()
+        if not errors and validation.ok:
+            return True, validation
+        report = "\n".join(errors) or _validation_report(validation)
+        self.messages.append({"role": "user", "content": f"{report}\nFix that with new blocks."})
+        return False, validation
+
+    async def _explain(self) -> FixResult:
+        self.messages.append({"role": "user", "content": "Explain the code and the question above, concisely."})
+        reply = await self._call(thinking=False)
+        return self._result(Validation(), reply.content, outcome="explained")
+
+    async def _validate(self) -> Validation:
+        self.progress("validating")
+        changes = self.overlay.changes()
+        checks = check_parse(changes)
+        command = self._verify_command()
+        if changes and command and all(c.ok for c in checks):
+            checks.append(await run_verify(self.overlay, command, self.task.cwd, self.settings.verify_timeout))
+        return Validation(checks=checks)
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    async def _call(self, *, thinking: bool, json_schema: dict[str, Any] | None = None) -> Completion:
+        tool_choice = "none" if json_schema is not None else None  # plan call: same tools, no calls
+        reply = await self.engine.client.complete(
+            self.messages,
+            thinking=thinking,
+            max_tokens=self.settings.plan_max_tokens if thinking else self.settings.patch_max_tokens,
+            tools=self.tools or None,
+            tool_choice=tool_choice if self.tools else None,
+            json_schema=json_schema,
+        )
+        a = self.accounting
+        if thinking:
+            a.thinking_calls += 1
+        else:
+            a.non_thinking_calls += 1
+        a.prompt_tokens += reply.prompt_tokens
+        a.completion_tokens += reply.completion_tokens
+        a.cached_tokens += reply.cached_tokens
+        return reply
+
+    def _switch_to_text_mode(self) -> None:
+        self.engine.tools_supported = False
+        self.tools = []
+        self.messages[-1] = {"role": "user", "content": TEXT_PATCH_REQUEST}
+
+    def _verify_command(self) -> str | None:
+        """The user's own failing command, else the plan's if it is a plain test runner.
+        Either way it runs only in a temporary copy, never on the workspace."""
+        if self.task.command and classify(self.task.command)[0] in (Risk.read_only, Risk.modifies_files):
+            return self.task.command
+        plan_command = self.plan.verify_command if self.plan else None
+        if plan_command and self.settings.run_model_verify_commands and is_test_command(plan_command):
+            return plan_command
+        return None
+
+    def _involved_file_hashes(self) -> dict[str, str]:
+        """Hashes of the files the task names (its path, the traceback's frames): part of the key."""
+        paths = {self.task.path} if self.task.path else set()
+        if self.task.terminal_output:
+            cwd = self.overlay.root / (self.task.cwd or "")
+            frames = parse_output(self.task.terminal_output, cwd=cwd, workspace=self.overlay.root)
+            paths.update(f.resolved for f in frames if f.resolved)
+        return self._seen_hashes({p: "" for p in paths if p})
+
+    def _plan_inputs(self) -> dict[str, str]:
+        """Hashes of every file the plan saw or cites; checked again before a cached plan is reused."""
+        paths = dict.fromkeys(self.overlay.originals, "")
+        paths.update(dict.fromkeys((e.path for e in self.plan.evidence), "") if self.plan else {})
+        return self._seen_hashes(paths)
+
+    def _seen_hashes(self, paths: dict[str, str]) -> dict[str, str]:
+        hashes = {}
+        for path in sorted(paths):
+            try:
+                text = self.overlay.read(path)
+            except PathOutsideWorkspace:
+                continue
+            hashes[path] = content_hash(text) if text is not None else "missing"
+        return hashes
+
+    def _spent(self) -> int:
+        return self.accounting.prompt_tokens + self.accounting.completion_tokens
+
+    def _result(self, validation: Validation, summary: str, outcome: str | None = None) -> FixResult:
+        changes = self.overlay.changes()
+        if outcome is None:
+            if not changes:
+                outcome = "no_change"
+            elif not validation.ok:
+                outcome = "failed"
+            else:
+                verified = any(not c.name.startswith("parses:") for c in validation.checks)
+                outcome = "fixed" if verified else "changed_unverified"
+        self.accounting.wall_seconds = time.monotonic() - self.started
+        return FixResult(
+            task=self.task,
+            outcome=outcome,  # type: ignore[arg-type]
+            summary=summary,
+            plan=self.plan,
+            changes=changes if outcome != "failed" else [],
+            suggestions=self.toolbox.suggestions,
+            validation=validation,
+            accounting=self.accounting,
+            error=None if outcome != "failed" else _validation_report(validation),
+        )
+
+
+def parse_plan(content: str) -> Plan:
+    """The plan from the model's answer; tolerant of servers that ignore structured output."""
+    try:
+        data = loads_loose(content)
+        return Plan.model_validate(data)
+    except (ValueError, TypeError):
+        text = content.strip()
+        return Plan(steps=[text[:2000]] if text else [])
+
+
+def _validation_report(validation: Validation) -> str:
+    if not validation.checks:
+        return "Finished (nothing to validate)."
+    lines = [f"{'✓' if c.ok else '✗'} {c.name}" + (f"\n{c.detail}" if c.detail and not c.ok else "") for c in validation.checks]
+    verdict = "Validation passed." if validation.ok else "Validation FAILED; fix it and call finish again."
+    return "\n".join([verdict, *lines])
+
+
+def _failure_fingerprint(validation: Validation) -> str:
+    # Timings and temp paths differ between identical failures.
+    failed = [(c.name, normalize_output(c.detail[-500:])) for c in validation.checks if not c.ok]
+    return hashlib.sha256(repr(failed).encode()).hexdigest()
+

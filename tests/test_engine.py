@@ -1,0 +1,234 @@
+"""The think→patch engine end to end against the vLLM test double, on a real temp project."""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+
+from qwen_lsp.client import ServerUnavailable
+from qwen_lsp.engine import Engine
+from qwen_lsp.models import Task, TaskKind
+from qwen_lsp.settings import Settings
+from tests.vllm_double import Reply, VLLMDouble
+
+BUGGY = "def add(a, b):\n    total = a - b\n    return total\n\n\ndef sub(a, b):\n    return a - b\n"
+TEST = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+PYTEST = f"{sys.executable} -m pytest -q -p no:cacheprovider test_calc.py"
+OUTPUT = """F                                                                        [100%]
+=================================== FAILURES ===================================
+___________________________________ test_add ___________________________________
+
+    def test_add():
+>       assert add(2, 3) == 5
+E       assert -1 == 5
+E        +  where -1 = add(2, 3)
+
+test_calc.py:5: AssertionError
+=========================== short test summary info ============================
+FAILED test_calc.py::test_add - assert -1 == 5
+1 failed in 0.01s
+"""
+PLAN = {
+    "hypotheses": ["add subtracts instead of adding"],
+    "evidence": [{"path": "calc.py", "start_line": 2, "end_line": 2, "reason": "uses a - b"}],
+    "steps": ["use a + b in add"],
+    "verify_command": "pytest -q test_calc.py",
+}
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "calc.py").write_text(BUGGY)
+    (root / "test_calc.py").write_text(TEST)
+    return root
+
+
+def make_engine(double: VLLMDouble, cache_dir: Path, **overrides) -> Engine:
+    settings = Settings(base_url=double.base_url, cache_dir=cache_dir, max_retries=0, **overrides)
+    return Engine(settings)
+
+
+def failing_test_task() -> Task:
+    return Task(kind=TaskKind.command, description="pytest failed", command=PYTEST, terminal_output=OUTPUT, exit_code=1)
+
+
+def script_fix(double: VLLMDouble, *, with_plan: bool = True, name: str = "total") -> None:
+    replies = [Reply(reasoning="add() computes a - b; the test expects 5.", content=json.dumps(PLAN))] if with_plan else []
+    replies += [
+        Reply(tool_calls=[("read_file", {"path": "calc.py"})]),
+        # Indentation drift and trailing spaces: the model dropped the 4-space indent.
+        Reply(tool_calls=[("edit_file", {"path": "calc.py", "old_string": f"{name} = a - b   ", "new_string": f"{name} = a + b"})]),
+        Reply(tool_calls=[("finish", {"summary": "add now adds"})]),
+    ]
+    double.script(*replies)
+
+
+async def test_plan_then_patch_fixes_a_real_bug_and_writes_nothing(vllm, project, tmp_path):
+    script_fix(vllm)
+    result = await make_engine(vllm, tmp_path / "cache").fix(failing_test_task(), project)
+
+    assert result.outcome == "fixed", result.error
+    assert [c.path for c in result.changes] == ["calc.py"]
+    assert result.changes[0].updated == BUGGY.replace("total = a - b", "total = a + b")
+    assert "-    total = a - b\n+    total = a + b" in result.changes[0].diff
+    assert (project / "calc.py").read_text() == BUGGY  # the engine never writes the workspace
+    assert result.plan is not None and result.plan.steps == ["use a + b in add"]
+    names = [c.name for c in result.validation.checks]
+    assert names == ["parses: calc.py", PYTEST] and result.validation.ok
+    assert result.accounting.thinking_calls == 1 and result.accounting.non_thinking_calls == 3
+
+
+async def test_thinking_plan_then_non_thinking_patches_with_the_card_presets(vllm, project, tmp_path):
+    script_fix(vllm)
+    await make_engine(vllm, tmp_path / "cache").fix(failing_test_task(), project)
+    plan, *patches = vllm.chat_requests()
+    assert plan["chat_template_kwargs"] == {"enable_thinking": True, "preserve_thinking": True}
+    assert (plan["temperature"], plan["top_p"], plan["top_k"], plan["presence_penalty"]) == (0.6, 0.95, 20, 0.0)
+    assert plan["structured_outputs"]["json"]["properties"].keys() >= {"hypotheses", "evidence", "steps"}
+    assert plan["tool_choice"] == "none"  # same tools in the prompt, no calls while planning
+    for body in patches:
+        assert body["chat_template_kwargs"] == {"enable_thinking": False, "preserve_thinking": True}
+        assert (body["temperature"], body["top_p"], body["top_k"], body["presence_penalty"]) == (0.7, 0.8, 20, 1.5)
+        assert "structured_outputs" not in body
+
+
+async def test_patch_requests_are_append_only_extensions_of_the_plan_request(vllm, project, tmp_path):
+    script_fix(vllm)
+    await make_engine(vllm, tmp_path / "cache").fix(failing_test_task(), project)
+    bodies = vllm.chat_requests()
+    for earlier, later in zip(bodies, bodies[1:]):
+        assert later["messages"][: len(earlier["messages"])] == earlier["messages"]
+        assert later["tools"] == earlier["tools"]
+    plan_message = bodies[1]["messages"][len(bodies[0]["messages"])]
+    assert plan_message["role"] == "assistant"
+    assert plan_message["reasoning"] == "add() computes a - b; the test expects 5."
+    assert "reasoning_content" not in plan_message
+
+
+async def test_the_double_reports_a_growing_cached_prefix(vllm, project, tmp_path):
+    script_fix(vllm)
+    result = await make_engine(vllm, tmp_path / "cache").fix(failing_test_task(), project)
+    assert result.accounting.cached_tokens > 0
+    assert result.accounting.prompt_tokens > result.accounting.cached_tokens
+
+
+async def test_a_repeated_task_makes_no_thinking_call(vllm, project, tmp_path):
+    script_fix(vllm)
+    first = await make_engine(vllm, tmp_path / "cache").fix(failing_test_task(), project)
+    vllm.reset()
+    script_fix(vllm, with_plan=False)
+    again = await make_engine(vllm, tmp_path / "cache").fix(failing_test_task(), project)  # a new process would do the same
+    assert first.accounting.thinking_calls == 1 and not first.accounting.plan_from_cache
+    assert again.accounting.thinking_calls == 0 and again.accounting.plan_from_cache
+    assert all(b["chat_template_kwargs"]["enable_thinking"] is False for b in vllm.chat_requests())
+    assert again.outcome == "fixed"
+
+
+async def test_a_changed_file_invalidates_the_cached_plan(vllm, project, tmp_path):
+    script_fix(vllm)
+    await make_engine(vllm, tmp_path / "cache").fix(failing_test_task(), project)
+    (project / "calc.py").write_text(BUGGY.replace("total", "result"))
+    vllm.reset()
+    script_fix(vllm, name="result")
+    again = await make_engine(vllm, tmp_path / "cache").fix(failing_test_task(), project)
+    assert again.accounting.thinking_calls == 1 and not again.accounting.plan_from_cache
+
+
+async def test_an_ambiguous_old_string_is_refused_with_a_helpful_error(vllm, project, tmp_path):
+    vllm.script(
+        Reply(reasoning="r", content=json.dumps(PLAN)),
+        Reply(tool_calls=[("edit_file", {"path": "calc.py", "old_string": "a - b", "new_string": "a + b"})]),
+        Reply(tool_calls=[("edit_file", {"path": "calc.py", "old_string": "    total = a - b", "new_string": "    total = a + b"})]),
+        Reply(tool_calls=[("finish", {"summary": "fixed"})]),
+    )
+    result = await make_engine(vllm, tmp_path / "cache").fix(failing_test_task(), project)
+    tool_reply = vllm.chat_requests()[2]["messages"][-1]
+    assert tool_reply["role"] == "tool" and tool_reply["content"].startswith("Error:")
+    assert "2" in tool_reply["content"] and "line" in tool_reply["content"]  # names both places
+    assert result.outcome == "fixed"
+    assert result.changes[0].updated.count("a + b") == 1  # sub() left alone
+
+
+async def test_a_failing_verification_goes_back_to_the_model_and_a_repeat_replans(vllm, project, tmp_path):
+    wrong = Reply(tool_calls=[("edit_file", {"path": "calc.py", "old_string": "total = a - b", "new_string": "total = a * b"})])
+    vllm.script(
+        Reply(reasoning="r1", content=json.dumps(PLAN)),
+        wrong,
+        Reply(tool_calls=[("finish", {"summary": "try 1"})]),
+        Reply(tool_calls=[("finish", {"summary": "try 2"})]),  # same failure again -> re-plan
+        Reply(reasoning="r2: it must be a + b", content=json.dumps(PLAN)),
+        Reply(tool_calls=[("edit_file", {"path": "calc.py", "old_string": "total = a * b", "new_string": "total = a + b"})]),
+        Reply(tool_calls=[("finish", {"summary": "try 3"})]),
+    )
+    result = await make_engine(vllm, tmp_path / "cache").fix(failing_test_task(), project)
+    bodies = vllm.chat_requests()
+    after_first_finish = bodies[3]["messages"][-1]
+    assert after_first_finish["role"] == "tool" and "Validation FAILED" in after_first_finish["content"]
+    assert "assert 6 == 5" in after_first_finish["content"]  # the real pytest output, run in a sandbox
+    assert [b["chat_template_kwargs"]["enable_thinking"] for b in bodies] == [True, False, False, False, True, False, False]
+    assert result.outcome == "fixed" and result.accounting.thinking_calls == 2
+
+
+async def test_an_edit_that_breaks_the_syntax_is_not_accepted(vllm, project, tmp_path):
+    vllm.script(
+        Reply(reasoning="r", content=json.dumps(PLAN)),
+        Reply(tool_calls=[("edit_file", {"path": "calc.py", "old_string": "total = a - b", "new_string": "total = (a + b"})]),
+        Reply(tool_calls=[("finish", {"summary": "done"})]),
+        Reply(content="I give up."),
+        Reply(content="Really."),
+    )
+    result = await make_engine(vllm, tmp_path / "cache").fix(failing_test_task(), project)
+    assert result.outcome == "failed" and result.changes == []
+    assert "syntax error" in (result.error or "")
+
+
+async def test_server_down_gives_a_clear_error_and_changes_nothing(project, tmp_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    engine = Engine(Settings(base_url=f"http://127.0.0.1:{port}/v1", cache_dir=tmp_path / "cache", max_retries=0))
+    with pytest.raises(ServerUnavailable, match=f"127.0.0.1:{port}.*vllm serve"):
+        await engine.fix(failing_test_task(), project)
+    assert (project / "calc.py").read_text() == BUGGY
+
+
+async def test_without_tool_calling_the_engine_falls_back_to_edit_blocks(project, tmp_path):
+    with VLLMDouble(tool_parser=False) as double:
+        double.script(
+            Reply(reasoning="r", content=json.dumps(PLAN)),
+            Reply(content="calc.py\n<<<<<<< SEARCH\n    total = a - b\n=======\n    total = a + b\n>>>>>>> REPLACE\n"),
+        )
+        result = await make_engine(double, tmp_path / "cache").fix(failing_test_task(), project)
+        last = double.chat_requests()[-1]
+    assert result.outcome == "fixed", result.error
+    assert "tools" not in last and "SEARCH" in last["messages"][-1]["content"]
+
+
+async def test_paths_outside_the_workspace_are_refused(vllm, project, tmp_path):
+    vllm.script(
+        Reply(reasoning="r", content=json.dumps(PLAN)),
+        Reply(tool_calls=[("create_file", {"path": "../evil.py", "content": "x"})]),
+        Reply(tool_calls=[("finish", {"summary": "done"})]),
+    )
+    result = await make_engine(vllm, tmp_path / "cache").fix(failing_test_task(), project)
+    assert "outside the workspace" in vllm.chat_requests()[2]["messages"][-1]["content"]
+    assert result.outcome == "no_change" and not (project.parent / "evil.py").exists()
+
+
+async def test_shell_suggestions_carry_a_risk_label(vllm, project, tmp_path):
+    vllm.script(
+        Reply(reasoning="r", content=json.dumps(PLAN)),
+        Reply(tool_calls=[("suggest_command", {"command": "pip install requests", "reason": "missing module"})]),
+        Reply(tool_calls=[("suggest_command", {"command": "rm -rf build", "reason": "stale build"})]),
+        Reply(tool_calls=[("finish", {"summary": "install it"})]),
+    )
+    result = await make_engine(vllm, tmp_path / "cache").fix(failing_test_task(), project)
+    labels = [(s.command, s.risk.value) for s in result.suggestions]
+    assert labels == [("pip install requests", "network"), ("rm -rf build", "destructive")]
+    assert result.suggestions[1].dangers
