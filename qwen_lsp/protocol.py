@@ -1,0 +1,141 @@
+"""Pydantic models of the custom payloads in docs/protocol.md.
+
+Field names are snake_case in Python and camelCase on the wire (`exitCode`);
+both spellings are accepted on input. `dump()` gives the wire form.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from .models import Risk
+
+# -- method and command names -----------------------------------------------------------------
+
+TERMINAL_OUTPUT = "qwen/terminalOutput"  # client -> server notification (also over the side channel)
+STATUS = "qwen/status"  # server -> client notification
+
+CLIENT_RUN_IN_TERMINAL = "qwen.runInTerminal"  # implemented by editors; the server never runs commands
+CLIENT_ASK = "qwen.ask"  # implemented by editors: prompts for the instruction
+
+SERVER_ASK = "qwen.server.ask"
+SERVER_EXPLAIN = "qwen.server.explain"
+SERVER_REVIEW = "qwen.server.review"
+SERVER_FIX = "qwen.server.fix"
+SERVER_COMMANDS = (SERVER_ASK, SERVER_EXPLAIN, SERVER_REVIEW, SERVER_FIX)
+
+SOURCE = "qwen"  # diagnostics from terminal output
+REVIEW_SOURCE = "qwen-review"  # diagnostics from review
+
+
+class Payload(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+    def dump(self) -> dict[str, Any]:
+        """The JSON-ready wire form (camelCase keys)."""
+        return self.model_dump(mode="json", by_alias=True)
+
+
+class Position(Payload):
+    line: int  # 0-based
+    character: int  # in the negotiated position encoding (UTF-16 by default)
+
+
+class Range(Payload):
+    start: Position
+    end: Position
+
+
+# -- notifications -----------------------------------------------------------------------------
+
+
+class TerminalOutput(Payload):
+    """`qwen/terminalOutput`: a command finished in a terminal."""
+
+    command: str
+    exit_code: int
+    output: str = ""
+    cwd: str = ""  # absolute, or relative to the workspace root
+
+
+StatusState = Literal["idle", "busy", "error"]
+
+
+class Status(Payload):
+    """`qwen/status` for a status bar."""
+
+    state: StatusState
+    message: str = ""
+
+
+# -- client command arguments ----------------------------------------------------------------
+
+
+class RunInTerminal(Payload):
+    """Argument of the client command `qwen.runInTerminal`."""
+
+    command: str
+    reason: str = ""
+    risk: Risk
+    dangers: list[str] = Field(default_factory=list)
+
+
+class Selection(Payload):
+    """Argument of `qwen.ask`, `qwen.server.explain`, `qwen.server.fix`."""
+
+    uri: str
+    range: Range
+
+
+# -- server command arguments and results ----------------------------------------------------
+
+
+class AskArgs(Selection):
+    instruction: str
+
+
+class FixArgs(Selection):
+    diagnostic: dict[str, Any] | None = None  # optional: the LSP Diagnostic to fix (else ours in range)
+
+
+class ReviewArgs(Payload):
+    uri: str
+
+
+class ApplyOutcome(Payload):
+    """Result of `qwen.server.ask` and `qwen.server.fix`."""
+
+    applied: bool
+    summary: str = ""
+
+
+class ExplainOutcome(Payload):
+    markdown: str
+
+
+class ReviewOutcome(Payload):
+    findings: int
+
+
+# -- internal: what unresolved code actions carry in `data` -------------------------------------
+
+
+class ActionData(Payload):
+    """`CodeAction.data` of a "Fix with Qwen" action, so resolve knows what to run."""
+
+    qwen: Literal["fix"] = "fix"
+    uri: str
+    version: int | None = None  # document version when the action was listed
+    diagnostic: dict[str, Any]  # the LSP Diagnostic, as the client sent it
+
+
+class DiagnosticData(Payload):
+    """`Diagnostic.data` of diagnostics published from terminal output."""
+
+    run: str  # key of the terminal run in the server (command + cwd)
+    command: str
+    exit_code: int
+    cwd: str  # workspace-relative, "" for the root
