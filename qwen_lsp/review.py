@@ -1,0 +1,486 @@
+"""The review engine: one model call over a whole diff, answered through
+structured output, with findings mapped back onto the diff's new-side lines.
+
+Used by `qwen-review` (the staged change, from a git hook or CI) and by the
+language server (a buffer's change). The caller supplies the diff and, when the
+new version of a file is not what is on disk (the git index, an editor
+buffer), a `read_file` that returns it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ValidationError
+from unidiff import PatchSet
+from unidiff.errors import UnidiffParseError
+
+from .cache import StateCache
+from .client import ModelClient, ModelServerError, ServerUnavailable
+from .parsing import loads_loose
+from .settings import Settings
+from .tokens import count_tokens, truncate_to_tokens
+
+# The context layer is optional here: a review without it is still a review.
+try:
+    from .context import source as _source
+    from .context import treesitter as _treesitter
+except Exception:  # noqa: BLE001 - missing or broken module: review the bare diff
+    _source = _treesitter = None  # type: ignore[assignment]
+try:
+    from .context import git_context as _git_context
+except Exception:  # noqa: BLE001
+    _git_context = None  # type: ignore[assignment]
+
+Severity = Literal["error", "warning", "info"]
+ReadFile = Callable[[str], str | None]
+
+SEVERITY_ORDER: dict[str, int] = {"error": 0, "warning": 1, "info": 2}
+# Bump when the prompt or the mapping changes, so cached reviews are not reused.
+REVIEW_VERSION = 1
+MAX_HISTORY_FILES = 8
+
+_SEVERITY_WORDS = {
+    "critical": "error", "blocker": "error", "high": "error", "major": "error", "fatal": "error",
+    "medium": "warning", "moderate": "warning", "warn": "warning",
+    "low": "info", "minor": "info", "note": "info", "hint": "info", "information": "info", "suggestion": "info",
+}
+
+
+class Finding(BaseModel):
+    path: str
+    line: int
+    end_line: int | None = None
+    severity: Severity
+    category: str
+    message: str
+    suggestion: str | None = None
+
+
+class ReviewResult(BaseModel):
+    findings: list[Finding]
+    cached: bool = False
+    available: bool = True  # False: the model server could not be reached or timed out
+    error: str | None = None  # set whenever the review did not happen; never a pass
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+
+    @property
+    def reviewed(self) -> bool:
+        return self.available and self.error is None
+
+
+FINDINGS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "findings": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string"},
+                    "line": {"type": "integer"},
+                    "end_line": {"type": ["integer", "null"]},
+                    "severity": {"type": "string", "enum": ["error", "warning", "info"]},
+                    "category": {"type": "string"},
+                    "message": {"type": "string"},
+                    "suggestion": {"type": ["string", "null"]},
+                },
+                "required": ["path", "line", "severity", "category", "message"],
+                "additionalProperties": False,
+            },
+        }
+    },
+    "required": ["findings"],
+    "additionalProperties": False,
+}
+
+SYSTEM_PROMPT = """\
+You review a code change before it is committed. You get the change as a diff whose left column is the \
+line number in the new version of the file, code around the change, and the recent history of the touched lines.
+
+Report only real problems that the change introduces or exposes: bugs, crashes, wrong logic, security holes, \
+data loss, resource leaks, race conditions, wrong error handling, API misuse, and clear maintainability problems. \
+Do not report formatting a tool would fix, do not praise, do not summarise the change. When the change is fine, \
+return no findings.
+
+Each finding:
+- path: the file path as written in the diff heading;
+- line: the new-version line number of the problem, taken from the left column, on a `+` line when possible; \
+end_line: the last line when it spans several;
+- severity: "error" (it is a bug or a vulnerability: it breaks at run time or gives wrong results), \
+"warning" (likely a problem, or risky), "info" (a minor improvement);
+- category: one short lowercase word or hyphenated term: bug, security, performance, error-handling, \
+concurrency, resource-leak, api-misuse, maintainability, test;
+- message: one or two sentences: what is wrong and why;
+- suggestion: optional, the concrete fix.
+
+Answer with JSON only: {"findings": [...]}."""
+
+
+# -- the diff -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Hunk:
+    source_start: int
+    source_length: int
+    target_start: int
+    target_length: int
+    added: tuple[int, ...]  # new-side numbers of the added lines
+    deleted_at: tuple[int, ...]  # new-side line now standing where lines were removed
+    touched_source: tuple[int, ...]  # old-side lines the change replaced or sits next to
+
+    @property
+    def target_end(self) -> int:
+        return self.target_start + max(self.target_length, 1) - 1
+
+
+@dataclass
+class ChangedFile:
+    path: str  # new-side path, relative to the repository root
+    old_path: str | None
+    status: Literal["added", "deleted", "modified", "renamed"]
+    binary: bool = False
+    hunks: list[Hunk] = field(default_factory=list)
+
+    @property
+    def reviewable(self) -> bool:
+        return self.status != "deleted" and not self.binary and bool(self.hunks)
+
+    @property
+    def changed_lines(self) -> list[int]:
+        """New-side lines a finding may sit on: added lines, and where lines were removed."""
+        return sorted({n for h in self.hunks for n in (*h.added, *h.deleted_at)})
+
+
+class DiffError(ValueError):
+    pass
+
+
+def parse_diff(diff: str) -> list[ChangedFile]:
+    """The files of a unified git diff (`a/` and `b/` prefixes) with their hunks."""
+    try:
+        patch = PatchSet(diff)
+    except UnidiffParseError as exc:
+        raise DiffError(f"cannot parse the diff: {exc}") from exc
+    files: list[ChangedFile] = []
+    for pf in patch:
+        status: Literal["added", "deleted", "modified", "renamed"] = (
+            "added" if pf.is_added_file else "deleted" if pf.is_removed_file else "renamed" if pf.is_rename else "modified"
+        )
+        old = _strip_prefix(pf.source_file, "a/")
+        files.append(
+            ChangedFile(
+                path=pf.path,
+                old_path=old if status in ("renamed", "deleted", "modified") else None,
+                status=status,
+                binary=pf.is_binary_file,
+                hunks=[_hunk(h) for h in pf],
+            )
+        )
+    return files
+
+
+def _strip_prefix(name: str, prefix: str) -> str:
+    return name[len(prefix) :] if name.startswith(prefix) else name
+
+
+def _hunk(h: Any) -> Hunk:
+    added: list[int] = []
+    deleted_at: list[int] = []
+    touched: list[int] = []
+    next_target = h.target_start or 1
+    previous_source: int | None = None
+    run_removed = False  # the current run of +/- lines replaced old lines
+    for line in h:
+        if line.is_added:
+            added.append(line.target_line_no)
+            next_target = line.target_line_no + 1
+            if not run_removed and previous_source is not None:  # a pure insertion: its neighbour has the history
+                touched.append(previous_source)
+        elif line.is_removed:
+            deleted_at.append(next_target)
+            touched.append(line.source_line_no)
+            run_removed = True
+        elif line.is_context:
+            next_target = line.target_line_no + 1
+            previous_source = line.source_line_no
+            run_removed = False
+    last = h.target_start + max(h.target_length, 1) - 1
+    return Hunk(
+        source_start=h.source_start,
+        source_length=h.source_length,
+        target_start=h.target_start,
+        target_length=h.target_length,
+        added=tuple(added),
+        deleted_at=tuple(sorted({max(1, min(n, last)) for n in deleted_at})),
+        touched_source=tuple(sorted(set(touched) or ({h.source_start} if h.source_start else set()))),
+    )
+
+
+def annotate_diff(files: list[ChangedFile], diff: str) -> str:
+    """The diff as the model reads it: per file, each line with its new-side number."""
+    patch = PatchSet(diff)
+    by_path = {f.path: f for f in files}
+    parts: list[str] = []
+    for pf in patch:
+        changed = by_path.get(pf.path)
+        if changed is None:
+            continue
+        heading = f"## {changed.path} ({changed.status}" + (f" from {changed.old_path}" if changed.status == "renamed" else "") + ")"
+        if changed.binary:
+            parts.append(heading + "\nbinary file, not shown")
+            continue
+        lines = [heading]
+        for h in pf:
+            lines.append(f"@@ -{h.source_start},{h.source_length} +{h.target_start},{h.target_length} @@ {h.section_header}".rstrip())
+            for line in h:
+                text = line.value.rstrip("\n")
+                if line.is_added:
+                    lines.append(f"{line.target_line_no:>5} + {text}")
+                elif line.is_removed:
+                    lines.append(f"      - {text}")
+                elif line.is_context:
+                    lines.append(f"{line.target_line_no:>5}   {text}")
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts)
+
+
+# -- mapping the model's findings ----------------------------------------------------
+
+
+def parse_findings(content: str) -> list[Finding]:
+    """Findings from the model's JSON; malformed items are skipped, malformed JSON raises ValueError."""
+    data = loads_loose(content)
+    items = data.get("findings") if isinstance(data, dict) else data
+    if not isinstance(items, list):
+        raise ValueError("the model's answer has no `findings` list")
+    findings: list[Finding] = []
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        item = dict(item)
+        severity = str(item.get("severity") or "warning").strip().lower()
+        item["severity"] = _SEVERITY_WORDS.get(severity, severity)
+        item["category"] = str(item.get("category") or "general").strip().lower() or "general"
+        for optional in ("end_line", "suggestion"):
+            if item.get(optional) in ("", 0):
+                item[optional] = None
+        try:
+            findings.append(Finding.model_validate(item))
+        except ValidationError:
+            continue
+    return findings
+
+
+def map_findings(findings: list[Finding], files: list[ChangedFile]) -> list[Finding]:
+    """Snap each finding to the nearest changed line of its file, drop findings on
+    files outside the diff, de-duplicate, and sort by file, line and severity."""
+    targets = {f.path: f for f in files if f.reviewable}
+    out: dict[tuple[str, int, str, str], Finding] = {}
+    for finding in findings:
+        changed = _match_path(finding.path, targets)
+        if changed is None:
+            continue
+        lines = changed.changed_lines
+        line = _nearest(finding.line, lines)
+        end = _nearest(finding.end_line, lines) if finding.end_line is not None else None
+        mapped = finding.model_copy(
+            update={
+                "path": changed.path,
+                "line": line,
+                "end_line": end if end is not None and end > line else None,
+                "message": finding.message.strip(),
+                "suggestion": (finding.suggestion or "").strip() or None,
+            }
+        )
+        key = (mapped.path, mapped.line, mapped.category, _normal(mapped.message))
+        kept = out.get(key)
+        if kept is None or SEVERITY_ORDER[mapped.severity] < SEVERITY_ORDER[kept.severity]:
+            out[key] = mapped
+    return sorted(out.values(), key=lambda f: (f.path, f.line, SEVERITY_ORDER[f.severity], f.category))
+
+
+def _match_path(path: str, targets: dict[str, ChangedFile]) -> ChangedFile | None:
+    # Models write "b/x.py", "./x.py", "/abs/repo/x.py" or just the file name.
+    clean = path.strip().strip("`").replace("\\", "/")
+    for prefix in ("a/", "b/", "./"):
+        if clean.startswith(prefix) and clean[len(prefix) :] in targets:
+            return targets[clean[len(prefix) :]]
+    if clean in targets:
+        return targets[clean]
+    suffixed = [t for p, t in targets.items() if clean.endswith("/" + p) or p.endswith("/" + clean)]
+    return suffixed[0] if len(suffixed) == 1 else None
+
+
+def _nearest(line: int, lines: list[int]) -> int:
+    return min(lines, key=lambda n: (abs(n - line), n))
+
+
+def _normal(message: str) -> str:
+    return re.sub(r"\W+", " ", message.lower()).strip()
+
+
+# -- context ---------------------------------------------------------------------------
+
+
+def _fit(text: str, budget: int) -> str:
+    if not text or count_tokens(text) <= budget:
+        return text
+    return truncate_to_tokens(text, max(0, budget - 16)).rstrip("\n") + "\n[... truncated ...]"
+
+
+def _read(workspace: Path, relpath: str, read_file: ReadFile | None) -> str | None:
+    if _source is not None and hasattr(_source, "read_source"):
+        return _source.read_source(workspace, relpath, read_file)
+    try:
+        text = read_file(relpath) if read_file is not None else None
+        return text if text is not None else (workspace / relpath).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def code_context(files: list[ChangedFile], workspace: Path, read_file: ReadFile | None) -> str:
+    """The enclosing function (or a window) of each hunk, when the hunk does not show all of it."""
+    if _source is None or _treesitter is None or not hasattr(_source, "focus"):
+        return ""
+    parts: list[str] = []
+    for changed in files:
+        if not changed.reviewable or changed.status == "added":  # a new file is all in the diff
+            continue
+        try:
+            parts += _file_snippets(changed, workspace, read_file)
+        except Exception:  # noqa: BLE001 - a grammar or parse failure costs this file's context only
+            continue
+    return "\n\n".join(parts)
+
+
+def _file_snippets(changed: ChangedFile, workspace: Path, read_file: ReadFile | None) -> list[str]:
+    text = _read(workspace, changed.path, read_file)
+    if text is None:
+        return []
+    lang = _treesitter.language_for(changed.path)
+    defs = _treesitter.definitions(text, lang) if lang else []
+    fence = _source.fence_language(changed.path) if hasattr(_source, "fence_language") else ""
+    source_lines = text.splitlines()
+    shown: set[tuple[int, int]] = set()
+    out: list[str] = []
+    for h in changed.hunks:
+        anchor = h.added[0] if h.added else h.target_start
+        snip = _source.focus(text, lang, anchor, defs=defs)
+        span = (snip.start_line, snip.end_line)
+        if span in shown or (h.target_start <= snip.start_line and snip.end_line <= h.target_end):
+            continue
+        shown.add(span)
+        numbered = "\n".join(f"{n:>5}  {source_lines[n - 1]}" for n in range(snip.start_line, min(snip.end_line, len(source_lines)) + 1))
+        out.append(f"## {changed.path} lines {snip.start_line}-{snip.end_line}: {snip.title}\n```{fence}\n{numbered}\n```")
+    return out
+
+
+def history_context(files: list[ChangedFile], workspace: Path) -> str:
+    """The last commits that touched the changed lines (old side), per file."""
+    if _git_context is None or not hasattr(_git_context, "git_context"):
+        return ""
+    old = [f for f in files if f.reviewable and f.status != "added" and f.old_path][:MAX_HISTORY_FILES]
+    if not old:
+        return ""
+    lines = {f.old_path: sorted({n for h in f.hunks for n in h.touched_source}) for f in old if f.old_path}
+    try:
+        ctx = _git_context.git_context(workspace, list(lines), lines, max_commits=3, diff_lines=24)
+    except Exception:  # noqa: BLE001 - no history is a smaller prompt, not a failed review
+        return ""
+    if not any(f.commits for f in ctx.files):
+        return ""
+    for f in ctx.files:  # the change itself is in the diff section; blame is of the new side
+        f.diff, f.blame, f.status = "", [], ""
+    return _git_context.render_git(ctx)
+
+
+def build_messages(diff: str, files: list[ChangedFile], workspace: Path, settings: Settings, read_file: ReadFile | None) -> list[dict[str, Any]]:
+    budgets = settings.budgets
+    sections: list[str] = []
+    code = _fit(code_context(files, workspace, read_file), budgets.files // 2)
+    if code:
+        sections.append("# Code around the change (new version)\n\n" + code)
+    history = _fit(history_context(files, workspace), budgets.git)
+    if history:
+        sections.append("# Recent history of the touched lines\n\n" + history)
+    sections.append("# The change\n\n" + _fit(annotate_diff(files, diff), budgets.files))
+    sections.append('Review the change. Answer with JSON only: {"findings": [...]}.')
+    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "\n\n".join(sections)}]
+
+
+# -- the review --------------------------------------------------------------------------
+
+
+def review_key(diff: str, settings: Settings, think: bool) -> str:
+    payload = json.dumps({"v": REVIEW_VERSION, "model": settings.model, "think": think, "diff": diff}, sort_keys=True)
+    return "review:" + hashlib.sha256(payload.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+async def review_diff(
+    diff: str,
+    workspace: Path,
+    settings: Settings,
+    client: ModelClient,
+    *,
+    think: bool = False,
+    cache: StateCache | None = None,
+    read_file: ReadFile | None = None,
+    deadline: float | None = None,
+) -> ReviewResult:
+    """Review `diff` (paths relative to `workspace`). Never raises for model-server
+    trouble: an unreachable server gives `available=False`, any other failure `error`.
+
+    `read_file(relpath)` returns the new version of a file (default: the disk);
+    `deadline` bounds the whole review in seconds."""
+    try:
+        files = parse_diff(diff)
+    except DiffError as exc:
+        return ReviewResult(findings=[], error=str(exc))
+    if not any(f.reviewable for f in files):
+        return ReviewResult(findings=[])
+    key = review_key(diff, settings, think)
+    if cache is not None:
+        hit = cache.get(key, ReviewResult)
+        if hit is not None and hit.reviewed:
+            return hit.model_copy(update={"cached": True, "prompt_tokens": 0, "completion_tokens": 0, "cached_tokens": 0})
+    try:
+        result = await asyncio.wait_for(_ask(diff, files, workspace, settings, client, think, read_file), deadline)
+    except (asyncio.TimeoutError, TimeoutError):
+        return ReviewResult(findings=[], available=False, error=f"the model server gave no review within {deadline:g}s")
+    except ServerUnavailable as exc:
+        return ReviewResult(findings=[], available=False, error=str(exc))
+    except ModelServerError as exc:
+        return ReviewResult(findings=[], error=str(exc))
+    if cache is not None and result.reviewed:
+        cache.put(key, result)
+    return result
+
+
+async def _ask(
+    diff: str, files: list[ChangedFile], workspace: Path, settings: Settings, client: ModelClient, think: bool, read_file: ReadFile | None
+) -> ReviewResult:
+    # git and tree-sitter block; keep the language server's event loop free.
+    messages = await asyncio.to_thread(build_messages, diff, files, workspace, settings, read_file)
+    max_tokens = settings.plan_max_tokens if think else settings.patch_max_tokens
+    completion = await client.complete(messages, thinking=think, max_tokens=max_tokens, json_schema=FINDINGS_SCHEMA)
+    usage = {
+        "prompt_tokens": completion.prompt_tokens,
+        "completion_tokens": completion.completion_tokens,
+        "cached_tokens": completion.cached_tokens,
+    }
+    try:
+        findings = parse_findings(completion.content)
+    except ValueError as exc:
+        return ReviewResult(findings=[], error=f"the model's answer was not valid review JSON ({exc})", **usage)
+    return ReviewResult(findings=map_findings(findings, files), **usage)
