@@ -1,0 +1,97 @@
+// Palette commands and the `qwen.ask` client command. Each one turns the editor state into the
+// argument of a server command (docs/protocol.md) and reports the result.
+
+import * as vscode from "vscode";
+import {
+  SERVER_COMMANDS,
+  type ApplyResult,
+  type ExecuteServerCommand,
+  type LspRange,
+  type RangeArgs,
+} from "./protocol";
+
+export function toLspRange(range: vscode.Range): LspRange {
+  return {
+    start: { line: range.start.line, character: range.start.character },
+    end: { line: range.end.line, character: range.end.character },
+  };
+}
+
+/** The selection, or the whole cursor line when nothing is selected (what "fix here" means). */
+export function editorTarget(editor: vscode.TextEditor): RangeArgs {
+  const selection = editor.selection;
+  const range = selection.isEmpty ? editor.document.lineAt(selection.active.line).range : selection;
+  return { uri: editor.document.uri.toString(), range: toLspRange(range) };
+}
+
+function activeEditor(): vscode.TextEditor | undefined {
+  const editor = vscode.window.activeTextEditor;
+  if (!editor) void vscode.window.showWarningMessage("Qwen: open a file first.");
+  return editor;
+}
+
+/**
+ * `qwen.ask`: from a code action the argument is `{uri, range}`; from the palette it is the
+ * selection. The instruction is asked here and passed on to `qwen.server.ask`.
+ */
+export async function ask(execute: ExecuteServerCommand, arg?: unknown): Promise<void> {
+  const target = isRangeArgs(arg) ? arg : withEditor(editorTarget);
+  if (!target) return;
+  const instruction = await vscode.window.showInputBox({
+    title: "Ask Qwen",
+    prompt: "What should Qwen do with the selected code?",
+    placeHolder: "e.g. handle the empty list case",
+    ignoreFocusOut: true,
+  });
+  if (!instruction || instruction.trim() === "") return; // cancelled
+  await reportApply("Asking Qwen…", execute(SERVER_COMMANDS.ask, { ...target, instruction: instruction.trim() }));
+}
+
+export async function fix(execute: ExecuteServerCommand): Promise<void> {
+  const target = withEditor(editorTarget);
+  if (target) await reportApply("Qwen is fixing…", execute(SERVER_COMMANDS.fix, target));
+}
+
+export async function review(execute: ExecuteServerCommand): Promise<void> {
+  const uri = withEditor((editor) => editor.document.uri.toString());
+  if (!uri) return;
+  const result = await withProgress("Qwen is reviewing…", execute(SERVER_COMMANDS.review, { uri }));
+  if (result === undefined) return;
+  const findings = (result as { findings?: unknown } | null)?.findings;
+  const count = typeof findings === "number" ? findings : 0;
+  void vscode.window.showInformationMessage(
+    count === 0 ? "Qwen review: no findings." : `Qwen review: ${count} finding${count === 1 ? "" : "s"} (see Problems).`,
+  );
+}
+
+function withEditor<T>(fn: (editor: vscode.TextEditor) => T): T | undefined {
+  const editor = activeEditor();
+  return editor ? fn(editor) : undefined;
+}
+
+async function reportApply(title: string, pending: Promise<unknown>): Promise<void> {
+  const result = (await withProgress(title, pending)) as Partial<ApplyResult> | undefined | null;
+  if (result === undefined) return;
+  const summary = typeof result?.summary === "string" && result.summary ? result.summary : "no summary";
+  if (result?.applied) void vscode.window.showInformationMessage(`Qwen: ${summary}`);
+  else void vscode.window.showWarningMessage(`Qwen made no change: ${summary}`);
+}
+
+/** Shows a notification while the server works; errors become messages, not rejections. */
+async function withProgress(title: string, pending: Promise<unknown>): Promise<unknown> {
+  try {
+    return await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title, cancellable: false },
+      () => pending,
+    );
+  } catch (error) {
+    void vscode.window.showErrorMessage(`Qwen: ${error instanceof Error ? error.message : String(error)}`);
+    return undefined;
+  }
+}
+
+function isRangeArgs(value: unknown): value is RangeArgs {
+  if (typeof value !== "object" || value === null) return false;
+  const { uri, range } = value as Partial<RangeArgs>;
+  return typeof uri === "string" && typeof range?.start?.line === "number" && typeof range?.end?.line === "number";
+}
