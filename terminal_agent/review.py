@@ -1,0 +1,406 @@
+"""`qwen-review`: review the staged change (`git diff --cached`) before it is
+committed, as a git pre-commit hook, a pre-commit framework hook or a CI step.
+
+Exit codes: 0 pass (or a review that could not run, with a loud warning, unless
+`--on-unavailable block`), 1 findings at or above `--fail-on`, 2 usage or git
+error, 3 the review could not run and `--on-unavailable block`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import shlex
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any, TextIO
+from urllib.parse import quote
+
+from qwen_lsp import __version__
+from qwen_lsp.cache import StateCache
+from qwen_lsp.client import ModelClient
+from qwen_lsp.review import SEVERITY_ORDER, DiffError, Finding, ReviewResult, parse_diff, review_diff
+from qwen_lsp.settings import Settings, load_settings
+
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_UNAVAILABLE = 0, 1, 2, 3
+TOOL = "qwen-review"
+HOOK_MARKER = "written by `qwen-review --install`"
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
+DEFAULT_TIMEOUT, DEFAULT_THINK_TIMEOUT = 180.0, 600.0
+
+
+class GitError(Exception):
+    pass
+
+
+# -- git -------------------------------------------------------------------------------
+
+
+def git(cwd: Path, *args: str) -> str:
+    try:
+        proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, check=False)
+    except OSError as exc:
+        raise GitError(f"cannot run git: {exc}") from exc
+    if proc.returncode != 0:
+        raise GitError(proc.stderr.decode("utf-8", "replace").strip() or f"git {args[0]} failed")
+    return proc.stdout.decode("utf-8", "surrogateescape")
+
+
+def repo_root(cwd: Path) -> Path:
+    return Path(git(cwd, "rev-parse", "--show-toplevel").strip())
+
+
+def staged_diff(root: Path) -> str:
+    """The whole staged change, in a form the parser can rely on whatever the user's git config says."""
+    return git(
+        root, "-c", "core.quotepath=off", "diff", "--cached", "--no-color", "--no-ext-diff", "--no-textconv",
+        "--src-prefix=a/", "--dst-prefix=b/", "--unified=3",
+    )
+
+
+class IndexReader:
+    """Staged file contents (`git show :path`): what will be committed, not the work tree."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._texts: dict[str, str | None] = {}
+
+    def __call__(self, relpath: str) -> str | None:
+        if relpath not in self._texts:
+            try:
+                self._texts[relpath] = git(self.root, "show", f":{relpath}")
+            except GitError:
+                self._texts[relpath] = None
+        return self._texts[relpath]
+
+    def line(self, relpath: str, line: int) -> str | None:
+        lines = (self(relpath) or "").splitlines()
+        return lines[line - 1] if 1 <= line <= len(lines) else None
+
+
+# -- policy ------------------------------------------------------------------------------
+
+
+def blocking(result: ReviewResult, fail_on: str) -> list[Finding]:
+    """The findings that fail the run under `--fail-on`."""
+    if fail_on == "never":
+        return []
+    worst = SEVERITY_ORDER[fail_on]
+    return [f for f in result.findings if SEVERITY_ORDER[f.severity] <= worst]
+
+
+def exit_code(result: ReviewResult, fail_on: str, on_unavailable: str) -> int:
+    if not result.reviewed:
+        return EXIT_UNAVAILABLE if on_unavailable == "block" else EXIT_OK
+    return EXIT_FINDINGS if blocking(result, fail_on) else EXIT_OK
+
+
+def unavailable_warning(result: ReviewResult, on_unavailable: str) -> str:
+    verdict = (
+        "Blocking the commit (--on-unavailable block)."
+        if on_unavailable == "block"
+        else "Letting the commit through (--on-unavailable pass): this is NOT a passed review."
+    )
+    bar = "!" * 72
+    return "\n".join(
+        [bar, f"{TOOL}: WARNING: the staged change was NOT reviewed.", f"{TOOL}: {result.error}", f"{TOOL}: {verdict}", bar]
+    )
+
+
+# -- output formats ------------------------------------------------------------------------
+
+
+def format_text(result: ReviewResult, reader: IndexReader, fail_on: str) -> str:
+    """Findings grouped by file, each with its staged code line, then a summary."""
+    out: list[str] = []
+    by_file: dict[str, list[Finding]] = {}
+    for f in result.findings:
+        by_file.setdefault(f.path, []).append(f)
+    for path, findings in by_file.items():
+        out.append(path)
+        for f in findings:
+            span = f"{f.line}-{f.end_line}" if f.end_line else str(f.line)
+            out.append(f"  {span}: {f.severity} [{f.category}] {f.message}")
+            code = reader.line(path, f.line)
+            if code is not None:
+                out.append(f"    {f.line:>5} | {code}")
+            if f.suggestion:
+                out.append("    suggestion: " + f.suggestion.replace("\n", "\n                "))
+        out.append("")
+    out.append(summary(result, fail_on))
+    return "\n".join(out)
+
+
+def summary(result: ReviewResult, fail_on: str) -> str:
+    counts = Counter(f.severity for f in result.findings)
+    if not result.findings:
+        text = f"{TOOL}: no findings."
+    else:
+        text = f"{TOOL}: {counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} info."
+    blockers = blocking(result, fail_on)
+    if blockers:
+        text += f" Commit blocked: {len(blockers)} finding(s) at or above '{fail_on}' (--fail-on {fail_on})."
+    if result.cached:
+        text += " (cached review of this staged diff)"
+    elif result.prompt_tokens:
+        text += f" [tokens: prompt {result.prompt_tokens} (cached {result.cached_tokens}), completion {result.completion_tokens}]"
+    return text
+
+
+def format_json(result: ReviewResult) -> str:
+    return result.model_dump_json(indent=2)
+
+
+def _byte_columns(code: str | None) -> tuple[int, int]:
+    """1-based UTF-8 byte columns of the first non-blank character and just past the last one."""
+    raw = (code or "").encode("utf-8")
+    body = raw.rstrip()
+    return len(body) - len(body.lstrip()) + 1, len(body) + 1
+
+
+def format_rdjsonl(result: ReviewResult, reader: IndexReader) -> str:
+    """reviewdog Diagnostic Format, one JSON object per line."""
+    lines = []
+    for f in result.findings:
+        end_line = f.end_line or f.line
+        start_col, _ = _byte_columns(reader.line(f.path, f.line))
+        _, end_col = _byte_columns(reader.line(f.path, end_line))
+        message = f.message + (f"\nSuggestion: {f.suggestion}" if f.suggestion else "")
+        diagnostic = {
+            "message": message,
+            "location": {
+                "path": f.path,
+                "range": {"start": {"line": f.line, "column": start_col}, "end": {"line": end_line, "column": end_col}},
+            },
+            "severity": f.severity.upper(),
+            "source": {"name": TOOL},
+            "code": {"value": f.category},
+        }
+        lines.append(json.dumps(diagnostic, ensure_ascii=False))
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def format_sarif(result: ReviewResult, reader: IndexReader, root: Path) -> str:
+    """A SARIF 2.1.0 log with one run; a review that did not run says so in its invocation."""
+    rules = sorted({f.category for f in result.findings})
+    results = []
+    for f in result.findings:
+        region: dict[str, Any] = {"startLine": f.line}
+        if f.end_line:
+            region["endLine"] = f.end_line
+        code = reader.line(f.path, f.line)
+        if code is not None:
+            region["snippet"] = {"text": code}
+        fingerprint = hashlib.sha256(f"{f.path}\0{f.category}\0{f.message}".encode()).hexdigest()[:32]
+        results.append(
+            {
+                "ruleId": f.category,
+                "ruleIndex": rules.index(f.category),
+                "level": SARIF_LEVEL[f.severity],
+                "message": {"text": f.message + (f"\nSuggestion: {f.suggestion}" if f.suggestion else "")},
+                "locations": [
+                    {
+                        "physicalLocation": {
+                            "artifactLocation": {"uri": quote(f.path), "uriBaseId": "SRCROOT"},
+                            "region": region,
+                        }
+                    }
+                ],
+                "partialFingerprints": {"qwenReview/v1": fingerprint},
+            }
+        )
+    invocation: dict[str, Any] = {"executionSuccessful": result.reviewed}
+    if not result.reviewed:
+        invocation["toolExecutionNotifications"] = [{"level": "error", "message": {"text": result.error or "not reviewed"}}]
+    log = {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": TOOL,
+                        "version": __version__,
+                        "rules": [{"id": r, "name": r, "shortDescription": {"text": f"{r} finding of the model review"}} for r in rules],
+                    }
+                },
+                "originalUriBaseIds": {"SRCROOT": {"uri": root.resolve().as_uri() + "/"}},
+                "invocations": [invocation],
+                "results": results,
+                "properties": {"cached": result.cached},
+            }
+        ],
+    }
+    return json.dumps(log, indent=2, ensure_ascii=False) + "\n"
+
+
+# -- installing a plain git hook ---------------------------------------------------------
+
+
+def hook_args(args: argparse.Namespace) -> list[str]:
+    """The options given with --install that the hook should run with."""
+    out: list[str] = []
+    if args.think:
+        out.append("--think")
+    out += ["--fail-on", args.fail_on, "--on-unavailable", args.on_unavailable]
+    if args.timeout is not None:
+        out += ["--timeout", f"{args.timeout:g}"]
+    if args.connect_timeout is not None:
+        out += ["--connect-timeout", f"{args.connect_timeout:g}"]
+    if args.base_url:
+        out += ["--base-url", args.base_url]
+    if args.no_cache:
+        out.append("--no-cache")
+    return out
+
+
+def install_hook(root: Path, args: list[str], *, force: bool = False) -> Path:
+    """Write `.git/hooks/pre-commit` (or core.hooksPath's) running this interpreter's qwen-review."""
+    hooks = Path(git(root, "rev-parse", "--git-path", "hooks").strip())
+    hooks = hooks if hooks.is_absolute() else root / hooks
+    hook = hooks / "pre-commit"
+    if hook.exists() and HOOK_MARKER not in hook.read_text(errors="replace") and not force:
+        raise FileExistsError(
+            f"{hook} already exists and was not written by {TOOL}; use --force to replace it, "
+            "or add the qwen-review hook to .pre-commit-config.yaml"
+        )
+    python = shlex.quote(sys.executable)
+    command = " ".join(shlex.quote(a) for a in ["-m", "terminal_agent.review", *args])
+    hook.parent.mkdir(parents=True, exist_ok=True)
+    hook.write_text(
+        "#!/bin/sh\n"
+        f"# {HOOK_MARKER}: reviews the staged change with Qwen3.6 before each commit.\n"
+        "# Skip it once with `git commit --no-verify`.\n"
+        f"PYTHON={python}\n"
+        'if [ ! -x "$PYTHON" ]; then\n'
+        f'    echo "{TOOL}: WARNING: $PYTHON is gone: the staged change was NOT reviewed (run {TOOL} --install again)" >&2\n'
+        "    exit 0\n"
+        "fi\n"
+        f'exec "$PYTHON" {command} "$@"\n',
+        encoding="utf-8",
+    )
+    hook.chmod(0o755)
+    return hook
+
+
+# -- command line ------------------------------------------------------------------------------
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog=TOOL,
+        description="Review the staged change (git diff --cached) with Qwen3.6 on vLLM.",
+        epilog="Exit codes: 0 pass (or review unavailable, with a warning), 1 blocking findings, "
+        "2 usage or git error, 3 review unavailable with --on-unavailable block.",
+    )
+    parser.add_argument("--think", action="store_true", help="deep review: the model thinks first (slower)")
+    parser.add_argument("--format", choices=("text", "json", "rdjsonl", "sarif"), default="text")
+    parser.add_argument("--output", "-o", type=Path, help="write the report here instead of stdout")
+    parser.add_argument("--fail-on", choices=("error", "warning", "never"), default="error")
+    parser.add_argument("--on-unavailable", choices=("pass", "block"), default="pass",
+                        help="when the model server is down or too slow (default: warn and pass)")
+    parser.add_argument("--timeout", type=float, help=f"overall deadline in seconds (default {DEFAULT_TIMEOUT:g}, "
+                        f"{DEFAULT_THINK_TIMEOUT:g} with --think)")
+    parser.add_argument("--connect-timeout", type=float, help="seconds to wait for a connection (default 2)")
+    parser.add_argument("--base-url", help="the vLLM OpenAI base URL (default: settings / QWEN_LSP_BASE_URL)")
+    parser.add_argument("--no-cache", action="store_true", help="ignore the cached review of this diff")
+    parser.add_argument("-C", dest="directory", type=Path, default=Path.cwd(), help="run as if started in this directory")
+    parser.add_argument("--install", action="store_true", help="write .git/hooks/pre-commit running this review")
+    parser.add_argument("--force", action="store_true", help="with --install: replace an existing hook")
+    return parser.parse_args(argv)
+
+
+def hook_settings(root: Path, args: argparse.Namespace, deadline: float) -> Settings:
+    """Settings with a hook's patience: a short connect timeout, few retries, the deadline."""
+    settings = load_settings(root, {"base_url": args.base_url})
+    connect = args.connect_timeout if args.connect_timeout is not None else min(settings.connect_timeout, 2.0)
+    return settings.model_copy(
+        update={
+            "connect_timeout": connect,
+            "request_timeout": min(settings.request_timeout, deadline),
+            "max_retries": min(settings.max_retries, 1),
+        }
+    )
+
+
+def open_cache(settings: Settings) -> StateCache | None:
+    try:
+        return StateCache(settings.cache_dir / "review", settings.cache_size_mb)
+    except Exception:  # noqa: BLE001 - no cache (read-only home, odd filesystem) only costs time
+        return None
+
+
+async def run_review(diff: str, root: Path, settings: Settings, args: argparse.Namespace, deadline: float) -> ReviewResult:
+    client = ModelClient(settings)
+    cache = None if args.no_cache else open_cache(settings)
+    try:
+        return await review_diff(
+            diff, root, settings, client, think=args.think, cache=cache, read_file=IndexReader(root), deadline=deadline
+        )
+    finally:
+        await client.close()
+        if cache is not None:
+            cache.close()
+
+
+def report(result: ReviewResult, reader: IndexReader, root: Path, args: argparse.Namespace) -> str:
+    if args.format == "json":
+        return format_json(result) + "\n"
+    if args.format == "rdjsonl":
+        return format_rdjsonl(result, reader)
+    if args.format == "sarif":
+        return format_sarif(result, reader, root)
+    return format_text(result, reader, args.fail_on) + "\n" if result.reviewed else ""
+
+
+def write(text: str, output: Path | None, stdout: TextIO) -> None:
+    if output is None:
+        stdout.write(text)
+        stdout.flush()
+    else:
+        output.write_text(text, encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        root = repo_root(args.directory)
+        if args.install:
+            hook = install_hook(root, hook_args(args), force=args.force)
+            print(f"{TOOL}: installed {hook}")
+            return EXIT_OK
+        diff = staged_diff(root)
+    except (GitError, FileExistsError) as exc:
+        print(f"{TOOL}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+    reader = IndexReader(root)
+    if not diff.strip():
+        result = ReviewResult(findings=[])
+        print(f"{TOOL}: nothing staged to review.", file=sys.stderr)
+    else:
+        deadline = args.timeout or (DEFAULT_THINK_TIMEOUT if args.think else DEFAULT_TIMEOUT)
+        settings = hook_settings(root, args, deadline)
+        try:
+            files = [f for f in parse_diff(diff) if f.reviewable]
+        except DiffError:
+            files = []  # review_diff reports it
+        mode = "thinking" if args.think else "non-thinking"
+        print(f"{TOOL}: reviewing {len(files)} staged file(s) with {settings.base_url} ({mode})...", file=sys.stderr)
+        result = asyncio.run(run_review(diff, root, settings, args, deadline))
+
+    write(report(result, reader, root, args), args.output, sys.stdout)
+    if not result.reviewed:
+        print(unavailable_warning(result, args.on_unavailable), file=sys.stderr)
+    elif args.format != "text" or args.output is not None:
+        print(summary(result, args.fail_on), file=sys.stderr)
+    return exit_code(result, args.fail_on, args.on_unavailable)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,175 @@
+"""`qwen-review` in throwaway repositories, run in-process against the vLLM double."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from qwen_lsp.review import ReviewResult
+from terminal_agent import review as cli
+from tests.review.conftest import BUG_LINE, bug_finding, closed_port_url, findings_reply
+from tests.review.gitrepo import GitRepo
+from tests.vllm_double import VLLMDouble
+
+SARIF_SCHEMA = json.loads((Path(__file__).parent / "data" / "sarif-schema-2.1.0.json").read_text(encoding="utf-8"))
+
+
+def run(repo: GitRepo, *args: str) -> int:
+    return cli.main(["-C", str(repo.root), *args])
+
+
+def validate_sarif(log: dict) -> None:
+    validator = jsonschema.Draft4Validator(SARIF_SCHEMA, format_checker=jsonschema.FormatChecker())
+    errors = sorted(validator.iter_errors(log), key=str)
+    assert not errors, "\n".join(e.message for e in errors)
+
+
+def test_text_report_blocks_on_error(calc_repo: GitRepo, review_env: VLLMDouble, capsys: pytest.CaptureFixture[str]) -> None:
+    review_env.script(findings_reply(bug_finding()))
+    assert run(calc_repo) == cli.EXIT_FINDINGS
+    out = capsys.readouterr().out
+    assert out.startswith("calc.py\n")
+    assert f"  {BUG_LINE}: error [bug] The loop skips the first value" in out
+    assert f"    {BUG_LINE:>5} |     for v in values[1:]:" in out  # the staged code line
+    assert "suggestion: Iterate over `values`" in out
+    assert "Commit blocked: 1 finding(s) at or above 'error'" in out
+
+
+@pytest.mark.parametrize(
+    ("severity", "fail_on", "code"),
+    [("warning", "error", 0), ("warning", "warning", 1), ("error", "never", 0), ("info", "warning", 0)],
+)
+def test_fail_on_policy(calc_repo: GitRepo, review_env: VLLMDouble, severity: str, fail_on: str, code: int) -> None:
+    review_env.script(findings_reply(bug_finding(severity=severity)))
+    assert run(calc_repo, "--fail-on", fail_on, "--no-cache") == code
+
+
+def test_code_line_comes_from_the_index(calc_repo: GitRepo, review_env: VLLMDouble, capsys: pytest.CaptureFixture[str]) -> None:
+    calc_repo.write("calc.py", "print('unstaged work in progress')\n")
+    review_env.script(findings_reply(bug_finding()))
+    run(calc_repo)
+    out = capsys.readouterr().out
+    assert "for v in values[1:]:" in out and "unstaged" not in out
+    prompt = review_env.chat_requests()[0]["messages"][1]["content"]
+    assert "unstaged" not in prompt
+
+
+def test_json_format(calc_repo: GitRepo, review_env: VLLMDouble, capsys: pytest.CaptureFixture[str]) -> None:
+    review_env.script(findings_reply(bug_finding()))
+    assert run(calc_repo, "--format", "json") == cli.EXIT_FINDINGS
+    captured = capsys.readouterr()
+    result = ReviewResult.model_validate_json(captured.out)
+    assert result.reviewed and [(f.path, f.line) for f in result.findings] == [("calc.py", BUG_LINE)]
+    assert "1 error(s)" in captured.err  # the human summary goes to stderr
+
+
+def test_rdjsonl_uses_byte_columns(tmp_path: Path, isolated_git: dict[str, str], review_env: VLLMDouble,
+                                   capsys: pytest.CaptureFixture[str]) -> None:
+    repo = GitRepo(tmp_path / "repo")
+    repo.commit("start", {"greet.py": "def greet():\n    pass\n"})
+    repo.stage("greet.py", 'def greet():\n    return "héllo 𐐀"  # ok\n')
+    finding = {"path": "greet.py", "line": 2, "severity": "warning", "category": "i18n", "message": "Hard-coded text."}
+    review_env.script(findings_reply(finding))
+    assert run(repo, "--format", "rdjsonl") == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    diagnostic = json.loads(line)
+    code = '    return "héllo 𐐀"  # ok'
+    assert diagnostic["location"] == {
+        "path": "greet.py",
+        "range": {"start": {"line": 2, "column": 5}, "end": {"line": 2, "column": len(code.encode()) + 1}},
+    }
+    assert len(code.encode()) == len(code) + 4  # é is 2 bytes, 𐐀 is 4: columns count bytes
+    assert diagnostic["severity"] == "WARNING" and diagnostic["code"] == {"value": "i18n"}
+    assert diagnostic["source"] == {"name": "qwen-review"}
+
+
+def test_sarif_validates(calc_repo: GitRepo, review_env: VLLMDouble, tmp_path: Path) -> None:
+    review_env.script(findings_reply(bug_finding(), {**bug_finding(line=BUG_LINE + 4, severity="info"),
+                                                     "category": "performance", "message": "Sum with math.fsum."}))
+    out = tmp_path / "review.sarif"
+    assert run(calc_repo, "--format", "sarif", "--output", str(out)) == cli.EXIT_FINDINGS
+    log = json.loads(out.read_text(encoding="utf-8"))
+    validate_sarif(log)
+    (run_,) = log["runs"]
+    assert run_["invocations"] == [{"executionSuccessful": True}]
+    assert [r["id"] for r in run_["tool"]["driver"]["rules"]] == ["bug", "performance"]
+    first = run_["results"][0]
+    assert first["level"] == "error" and first["ruleId"] == "bug"
+    location = first["locations"][0]["physicalLocation"]
+    assert location["artifactLocation"] == {"uri": "calc.py", "uriBaseId": "SRCROOT"}
+    assert location["region"]["startLine"] == BUG_LINE
+    assert location["region"]["snippet"] == {"text": "    for v in values[1:]:"}
+    assert run_["results"][1]["level"] == "note"
+
+
+def test_server_down_warns_and_passes(calc_repo: GitRepo, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("QWEN_LSP_BASE_URL", closed_port_url())
+    monkeypatch.setenv("QWEN_LSP_CACHE_DIR", str(tmp_path / "cache"))
+    out = tmp_path / "review.sarif"
+    assert run(calc_repo, "--format", "sarif", "--output", str(out)) == cli.EXIT_OK
+    err = capsys.readouterr().err
+    assert "the staged change was NOT reviewed" in err and "this is NOT a passed review" in err
+    log = json.loads(out.read_text(encoding="utf-8"))
+    validate_sarif(log)
+    (invocation,) = log["runs"][0]["invocations"]
+    assert invocation["executionSuccessful"] is False and log["runs"][0]["results"] == []
+
+    assert run(calc_repo, "--on-unavailable", "block") == cli.EXIT_UNAVAILABLE
+    assert "Blocking the commit (--on-unavailable block)" in capsys.readouterr().err
+
+
+def test_rerun_after_aborted_commit_is_cached(calc_repo: GitRepo, review_env: VLLMDouble,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    review_env.script(findings_reply(bug_finding()))
+    assert run(calc_repo) == cli.EXIT_FINDINGS
+    assert run(calc_repo) == cli.EXIT_FINDINGS
+    assert len(review_env.chat_requests()) == 1
+    assert "(cached review of this staged diff)" in capsys.readouterr().out
+    calc_repo.stage("calc.py", (calc_repo.root / "calc.py").read_text().replace("values[1:]", "list(values)"))
+    review_env.script(findings_reply())
+    assert run(calc_repo) == cli.EXIT_OK  # a new staged diff: asked again
+    assert len(review_env.chat_requests()) == 2
+
+
+def test_nothing_staged(tmp_path: Path, isolated_git: dict[str, str], review_env: VLLMDouble,
+                        capsys: pytest.CaptureFixture[str]) -> None:
+    repo = GitRepo(tmp_path / "repo")
+    assert run(repo) == cli.EXIT_OK
+    assert "nothing staged" in capsys.readouterr().err
+    assert review_env.chat_requests() == []
+
+
+def test_outside_a_repository(tmp_path: Path, isolated_git: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["-C", str(tmp_path)]) == cli.EXIT_USAGE
+    assert "qwen-review:" in capsys.readouterr().err
+
+
+def test_install_writes_a_plain_git_hook(calc_repo: GitRepo, review_env: VLLMDouble, isolated_git: dict[str, str]) -> None:
+    assert run(calc_repo, "--install", "--fail-on", "warning") == 0
+    hook = calc_repo.root / ".git" / "hooks" / "pre-commit"
+    assert os.access(hook, os.X_OK)
+    assert "--fail-on warning" in hook.read_text()
+    assert run(calc_repo, "--install") == 0  # its own hook may be rewritten
+
+    review_env.script(findings_reply(bug_finding()))
+    env = {**isolated_git, "QWEN_LSP_BASE_URL": review_env.base_url, "QWEN_LSP_CACHE_DIR": os.environ["QWEN_LSP_CACHE_DIR"]}
+    before = calc_repo.head()
+    commit = subprocess.run(["git", "commit", "-m", "bug"], cwd=calc_repo.root, env=env, capture_output=True, text=True)
+    assert commit.returncode != 0
+    assert f"{BUG_LINE}: error [bug]" in commit.stdout + commit.stderr  # git sends hook output to stderr
+    assert calc_repo.head() == before
+
+
+def test_install_keeps_a_foreign_hook(calc_repo: GitRepo, capsys: pytest.CaptureFixture[str]) -> None:
+    hook = calc_repo.root / ".git" / "hooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\necho mine\n")
+    assert run(calc_repo, "--install") == cli.EXIT_USAGE
+    assert "--force" in capsys.readouterr().err and hook.read_text() == "#!/bin/sh\necho mine\n"
+    assert run(calc_repo, "--install", "--force") == 0
+    assert cli.HOOK_MARKER in hook.read_text()
