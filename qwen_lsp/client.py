@@ -16,6 +16,7 @@ import openai
 from openai import AsyncOpenAI
 from pydantic import BaseModel, Field
 
+from . import calllog
 from .parsing import parse_xml_tool_calls, split_reasoning
 from .settings import SamplingPreset, Settings
 from .tokens import count_tokens
@@ -61,6 +62,9 @@ class Completion(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_tokens: int = 0
+    cached_tokens_reported: bool = False  # vLLM sends them only with --enable-prompt-tokens-details
+    tool_calls_from_text: bool = False  # recovered from XML in content: the server has no tool parser
+    reasoning_from_text: bool = False  # <think> text in content: the server has no reasoning parser
     ttft: float | None = None
     seconds: float = 0.0
 
@@ -123,26 +127,59 @@ class ModelClient:
         tools: list[dict[str, Any]] | None = None,
         tool_choice: str | None = None,
         json_schema: dict[str, Any] | None = None,
+        fix_id: str | None = None,
     ) -> Completion:
-        """One streamed chat completion. Cancelling the awaiting task closes the
-        stream, which makes vLLM abort the request."""
+        """One streamed chat completion, logged to calls.jsonl. Cancelling the
+        awaiting task closes the stream, which makes vLLM abort the request."""
+        started = time.monotonic()
+        completion = Completion(thinking=thinking)
+        outcome = "cancelled"
+        try:
+            completion = _finish(await self._stream(completion, messages, max_tokens, tools, tool_choice, json_schema))
+            outcome = "ok"
+            return completion
+        except ModelServerError as exc:
+            outcome = type(exc).__name__
+            raise
+        finally:
+            completion.seconds = time.monotonic() - started
+            calllog.append(
+                self.settings.cache_dir,
+                calllog.CallRecord(
+                    mode="thinking" if thinking else "non-thinking",
+                    fix_id=fix_id,
+                    prompt_tokens=completion.prompt_tokens,
+                    completion_tokens=completion.completion_tokens,
+                    cached_tokens=completion.cached_tokens,
+                    ttft=completion.ttft,
+                    seconds=completion.seconds,
+                    outcome=outcome,
+                ),
+            )
+
+    async def _stream(
+        self,
+        completion: Completion,
+        messages: list[dict[str, Any]],
+        max_tokens: int,
+        tools: list[dict[str, Any]] | None,
+        tool_choice: str | None,
+        json_schema: dict[str, Any] | None,
+    ) -> Completion:
         info = await self.info()
-        preset = self.settings.thinking if thinking else self.settings.non_thinking
-        kwargs = self._request(messages, info, preset, thinking, max_tokens, tools, tool_choice, json_schema)
+        preset = self.settings.thinking if completion.thinking else self.settings.non_thinking
+        kwargs = self._request(messages, info, preset, completion.thinking, max_tokens, tools, tool_choice, json_schema)
         started = time.monotonic()
         try:
             stream = await self._oai.chat.completions.create(**kwargs)
         except openai.APIError as exc:
             raise self._explain(exc, "POST /chat/completions") from exc
-        completion = Completion(thinking=thinking)
         try:
-            completion = await _collect(stream, completion, started)
+            return await _collect(stream, completion, started)
         except openai.APIError as exc:
             raise self._explain(exc, "streaming /chat/completions") from exc
         finally:
             await stream.close()
-        completion.seconds = time.monotonic() - started
-        return _finish(completion)
 
     def _request(
         self,
@@ -213,7 +250,9 @@ async def _collect(stream: Any, completion: Completion, started: float) -> Compl
             completion.prompt_tokens = chunk.usage.prompt_tokens or 0
             completion.completion_tokens = chunk.usage.completion_tokens or 0
             details = getattr(chunk.usage, "prompt_tokens_details", None)
-            completion.cached_tokens = (getattr(details, "cached_tokens", None) or 0) if details else 0
+            cached = getattr(details, "cached_tokens", None) if details else None
+            completion.cached_tokens = cached or 0
+            completion.cached_tokens_reported = cached is not None
         for choice in chunk.choices:
             delta = choice.delta
             piece = _reasoning_of(delta)
@@ -250,12 +289,14 @@ def _finish(completion: Completion) -> Completion:
     """Move inline <think> text out of content and recover XML tool calls."""
     inline_reasoning, answer = split_reasoning(completion.content)
     if inline_reasoning:
+        completion.reasoning_from_text = True
         completion.reasoning = "\n".join(r for r in (completion.reasoning, inline_reasoning) if r)
     if not completion.tool_calls and "<tool_call>" in answer:
         answer, parsed = parse_xml_tool_calls(answer)
         completion.tool_calls = [
             ToolCall(id=f"call_xml_{i}", name=p.name, arguments=json.dumps(p.arguments)) for i, p in enumerate(parsed)
         ]
+        completion.tool_calls_from_text = bool(parsed)
     completion.content = answer
     if completion.thinking and not answer and not completion.tool_calls and completion.finish_reason == "length":
         raise ReasoningExhausted(

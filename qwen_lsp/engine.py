@@ -12,13 +12,15 @@ Nothing here writes to the workspace: callers apply `FixResult.changes`.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from . import prompt
+from . import calllog, prompt
 from .cache import StateCache, content_hash, normalize_output, task_fingerprint
 from .client import Completion, ModelClient, ToolsUnsupported
 from .context.frames import parse_output
@@ -72,7 +74,24 @@ class Engine:
         self, task: Task, workspace: Path, *, read_buffer: BufferReader | None = None, progress: Progress | None = None
     ) -> FixResult:
         run = _Run(self, task, workspace, read_buffer, progress or (lambda _msg: None))
-        return await run.execute()
+        outcome = "error"
+        try:
+            result = await run.execute()
+            outcome = result.outcome
+            return result
+        except asyncio.CancelledError:
+            outcome = "cancelled"
+            raise
+        finally:
+            a = run.accounting
+            calllog.append(
+                self.settings.cache_dir,
+                calllog.FixRecord(
+                    fix_id=run.fix_id, outcome=outcome, plan_from_cache=a.plan_from_cache,
+                    thinking_calls=a.thinking_calls, non_thinking_calls=a.non_thinking_calls,
+                    seconds=time.monotonic() - run.started,
+                ),
+            )
 
 
 class _Run:
@@ -85,6 +104,7 @@ class _Run:
         self.toolbox = ToolBox(self.overlay)
         self.accounting = Accounting()
         self.started = time.monotonic()
+        self.fix_id = uuid.uuid4().hex[:12]
         self.messages: list[dict[str, Any]] = []
         self.tools: list[dict[str, Any]] = TOOLS if engine.tools_supported else []
         self.plan: Plan | None = None
@@ -221,6 +241,7 @@ class _Run:
             tools=self.tools or None,
             tool_choice=tool_choice if self.tools else None,
             json_schema=json_schema,
+            fix_id=self.fix_id,
         )
         a = self.accounting
         if thinking:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import tempfile
 
 import pytest
 
@@ -17,7 +18,7 @@ TOOL = {"type": "function", "function": {"name": "finish", "parameters": {"type"
 
 
 def client_for(double: VLLMDouble, **overrides) -> ModelClient:
-    return ModelClient(Settings(base_url=double.base_url, cache_dir="/tmp/unused", max_retries=0, **overrides))
+    return ModelClient(Settings(base_url=double.base_url, cache_dir=tempfile.mkdtemp(prefix="qwen-client-test-"), max_retries=0, **overrides))
 
 
 async def test_thinking_call_sends_the_thinking_preset_and_template_switches(vllm):
@@ -116,7 +117,7 @@ async def test_server_error_is_explained_with_the_status(vllm):
 async def test_server_5xx_is_retried_by_the_sdk(vllm):
     vllm.script(Reply(status=503, error_message="busy"), Reply(content="second try"))
     reply = await ModelClient(
-        Settings(base_url=vllm.base_url, cache_dir="/tmp/unused", max_retries=1)
+        Settings(base_url=vllm.base_url, cache_dir=tempfile.mkdtemp(prefix="qwen-client-test-"), max_retries=1)
     ).complete(MESSAGES, thinking=False, max_tokens=5)
     assert reply.content == "second try"
     assert len(vllm.chat_requests()) == 2
@@ -126,7 +127,7 @@ async def test_server_down_names_the_url_and_how_to_start_vllm():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # closed again: nothing listens there
-    client = ModelClient(Settings(base_url=f"http://127.0.0.1:{port}/v1", cache_dir="/tmp/unused", max_retries=0))
+    client = ModelClient(Settings(base_url=f"http://127.0.0.1:{port}/v1", cache_dir=tempfile.mkdtemp(prefix="qwen-client-test-"), max_retries=0))
     with pytest.raises(ServerUnavailable) as err:
         await client.complete(MESSAGES, thinking=False, max_tokens=5)
     assert f"127.0.0.1:{port}" in str(err.value) and "vllm serve Qwen/Qwen3.6-27B" in str(err.value)

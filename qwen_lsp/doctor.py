@@ -1,0 +1,174 @@
+"""`qwen-lsp doctor`: is the model server set up the way qwen-lsp needs it?
+
+Each check is a tiny real request; each answers ✓ or ✗ with the fix.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Awaitable, Callable
+
+from pydantic import BaseModel
+
+from .client import ModelClient, ModelServerError, ReasoningExhausted, ToolsUnsupported, VLLM_HINT
+from .parsing import loads_loose
+from .settings import Settings
+from .tokens import count_tokens
+
+
+class Check(BaseModel):
+    name: str
+    ok: bool
+    detail: str = ""
+    fix: str = ""
+
+
+PING_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "ping",
+        "description": "Answer a ping.",
+        "parameters": {"type": "object", "properties": {"word": {"type": "string"}}, "required": ["word"]},
+    },
+}
+ANSWER_SCHEMA = {
+    "type": "object",
+    "properties": {"answer": {"type": "string", "enum": ["qwen-lsp-ok"]}},
+    "required": ["answer"],
+}
+# Long enough to fill several KV blocks, so the second identical request can hit the prefix cache.
+PREFIX_PROBE = "qwen-lsp prefix cache probe. " + " ".join(f"line {i}: the quick brown fox." for i in range(300))
+TOKENIZER_SAMPLE = 'def fib(n: int) -> int:\n    """Fibonacci — naïve."""\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\n'
+
+
+def _user(text: str) -> list[dict]:
+    return [{"role": "user", "content": text}]
+
+
+async def run_doctor(settings: Settings) -> list[Check]:
+    client = ModelClient(settings.model_copy(update={"max_retries": 0}))
+    checks: list[Check] = []
+    try:
+        try:
+            info = await client.info()
+        except ModelServerError as exc:
+            return [Check(name="server reachable", ok=False, detail=str(exc), fix=VLLM_HINT)]
+        checks.append(Check(name="server reachable", ok=True, detail=settings.base_url))
+        long_enough = (info.max_model_len or 0) >= 32_768
+        checks.append(
+            Check(
+                name="model and context",
+                ok=long_enough,
+                detail=f"{info.model}, max_model_len={info.max_model_len or 'not reported'}",
+                fix="" if long_enough else "serve with --max-model-len 262144 (at least 32768)",
+            )
+        )
+        for probe in (_thinking, _non_thinking, _tools, _structured, _cached_tokens_and_prefix):
+            checks.extend(await _guard(probe, client))
+        checks.append(await _tokenizer(settings, info.model))
+    finally:
+        await client.close()
+    return checks
+
+
+async def _guard(probe: Callable[[ModelClient], Awaitable[list[Check]]], client: ModelClient) -> list[Check]:
+    try:
+        return await probe(client)
+    except ModelServerError as exc:
+        return [Check(name=probe.__name__.strip("_").replace("_", " "), ok=False, detail=str(exc))]
+
+
+async def _thinking(client: ModelClient) -> list[Check]:
+    fix = "serve with --reasoning-parser qwen3"
+    try:
+        reply = await client.complete(_user("Reply with the single word: ok"), thinking=True, max_tokens=1024)
+    except ReasoningExhausted:
+        return [Check(name="thinking works", ok=True, detail="reasoning seen (longer than the probe allows)")]
+    if reply.reasoning_from_text:
+        return [Check(name="thinking works", ok=False, detail="reasoning arrives inline in content (no reasoning parser)", fix=fix)]
+    seen = bool(reply.reasoning)
+    return [Check(name="thinking works", ok=seen, detail="reasoning seen" if seen else "no reasoning in the reply",
+                  fix="" if seen else fix)]
+
+
+async def _non_thinking(client: ModelClient) -> list[Check]:
+    reply = await client.complete(_user("Reply with the single word: ok"), thinking=False, max_tokens=32)
+    ok = bool(reply.content) and not reply.reasoning
+    return [Check(name="non-thinking works", ok=ok, detail=repr(reply.content[:40]),
+                  fix="" if ok else "the server ignores chat_template_kwargs.enable_thinking; use vLLM >= 0.19 with Qwen3.6's chat template")]
+
+
+async def _tools(client: ModelClient) -> list[Check]:
+    fix = "serve with --enable-auto-tool-choice --tool-call-parser qwen3_coder"
+    try:
+        reply = await client.complete(
+            _user("Call the ping tool with word='pong'."), thinking=False, max_tokens=128, tools=[PING_TOOL]
+        )
+    except ToolsUnsupported as exc:
+        return [Check(name="tool calls parse", ok=False, detail=str(exc), fix=fix)]
+    if reply.tool_calls_from_text:
+        return [Check(name="tool calls parse", ok=False, detail="tool calls arrive as XML text (no tool parser)", fix=fix)]
+    ok = any(c.name == "ping" for c in reply.tool_calls)
+    return [Check(name="tool calls parse", ok=ok, detail="ping called" if ok else "no tool call came back", fix="" if ok else fix)]
+
+
+async def _structured(client: ModelClient) -> list[Check]:
+    reply = await client.complete(_user("Reply with JSON."), thinking=False, max_tokens=64, json_schema=ANSWER_SCHEMA)
+    try:
+        ok = loads_loose(reply.content).get("answer") == "qwen-lsp-ok"
+    except (ValueError, AttributeError):
+        ok = False
+    return [Check(name="structured outputs honored", ok=ok, detail=repr(reply.content[:60]),
+                  fix="" if ok else "use a vLLM that supports structured_outputs (guided_json is ignored by current servers)")]
+
+
+async def _cached_tokens_and_prefix(client: ModelClient) -> list[Check]:
+    first = await client.complete(_user(PREFIX_PROBE), thinking=False, max_tokens=8)
+    second = await client.complete(_user(PREFIX_PROBE), thinking=False, max_tokens=8)
+    reported = first.cached_tokens_reported and second.cached_tokens_reported
+    checks = [Check(name="cached-token reporting", ok=reported,
+                    detail="usage.prompt_tokens_details present" if reported else "no prompt_tokens_details in usage",
+                    fix="" if reported else "serve with --enable-prompt-tokens-details")]
+    effective = second.cached_tokens > 0
+    checks.append(Check(
+        name="prefix caching effective",
+        ok=effective,
+        detail=f"second identical request: {second.cached_tokens} of {second.prompt_tokens} prompt tokens cached",
+        fix="" if effective else "serve with --enable-prefix-caching (and --enable-prompt-tokens-details to see it)",
+    ))
+    return checks
+
+
+async def _tokenizer(settings: Settings, model: str) -> Check:
+    root = settings.base_url.rstrip("/").removesuffix("/v1")
+    request = urllib.request.Request(
+        f"{root}/tokenize",
+        data=json.dumps({"model": model, "prompt": TOKENIZER_SAMPLE}).encode(),
+        headers={"content-type": "application/json", "authorization": f"Bearer {settings.api_key}"},
+    )
+    try:
+        body = await asyncio.to_thread(lambda: urllib.request.urlopen(request, timeout=settings.connect_timeout + 10).read())
+        server = json.loads(body)["count"]
+    except (OSError, urllib.error.URLError, KeyError, ValueError) as exc:
+        return Check(name="tokenizer agreement", ok=False, detail=f"/tokenize unavailable: {exc}",
+                     fix="token budgets use the local Qwen3.6 tokenizer; vLLM's /tokenize checks it")
+    local = count_tokens(TOKENIZER_SAMPLE)
+    ok = server == local
+    return Check(name="tokenizer agreement", ok=ok, detail=f"local {local} tokens, server {server}",
+                 fix="" if ok else "the server's model is not Qwen3.6 (budgets will be off); check QWEN_LSP_MODEL")
+
+
+def render(checks: list[Check]) -> str:
+    lines = []
+    for check in checks:
+        lines.append(f"{'✓' if check.ok else '✗'} {check.name}: {check.detail}")
+        if not check.ok and check.fix:
+            lines.append(f"    fix: {check.fix}")
+    return "\n".join(lines)
+
+
+def to_json(checks: list[Check]) -> str:
+    return json.dumps([c.model_dump() for c in checks], indent=2)
