@@ -1,0 +1,111 @@
+-- :QwenFix, :QwenAsk, :QwenReview, :QwenFixTerminal and the `qwen.ask` client command: each
+-- turns the editor state into a server command's argument (docs/protocol.md).
+
+local util = require('qwen_lsp.util')
+
+local M = {}
+
+---@param result { applied: boolean, summary: string }|nil
+local function report_apply(result)
+  local summary = type(result) == 'table' and type(result.summary) == 'string' and result.summary ~= ''
+      and result.summary
+    or 'no summary'
+  if type(result) == 'table' and result.applied then
+    util.notify(summary)
+  else
+    util.notify('made no change: ' .. summary, vim.log.levels.WARN)
+  end
+end
+
+---@param bufnr integer
+---@return vim.lsp.Client|nil
+local function attached_client(bufnr)
+  local client = util.client(bufnr)
+  if not client then
+    util.notify('qwen_lsp is not running for this buffer', vim.log.levels.ERROR)
+  end
+  return client
+end
+
+--- `qwen.ask`: asks for the instruction unless given, then runs `qwen.server.ask`.
+---@param client vim.lsp.Client|nil
+---@param arg { uri: string, range: lsp.Range }|nil
+---@param instruction string|nil
+function M.ask(client, arg, instruction)
+  if not client or type(arg) ~= 'table' or type(arg.uri) ~= 'string' or type(arg.range) ~= 'table' then
+    util.notify('qwen.ask needs a running client and {uri, range}', vim.log.levels.ERROR)
+    return
+  end
+  local function send(text)
+    text = vim.trim(text or '')
+    if text == '' then
+      return -- cancelled
+    end
+    local bufnr = vim.uri_to_bufnr(arg.uri)
+    util.execute(client, bufnr, 'qwen.server.ask', { uri = arg.uri, range = arg.range, instruction = text }, report_apply)
+  end
+  if instruction and vim.trim(instruction) ~= '' then
+    send(instruction)
+  else
+    vim.ui.input({ prompt = 'Ask Qwen: ' }, send)
+  end
+end
+
+---@param opts vim.api.keyset.create_user_command.command_args
+local function range_arg(opts, client)
+  local bufnr = vim.api.nvim_get_current_buf()
+  local line1, line2 = opts.line1, opts.line2
+  if opts.range == 0 then
+    line1 = vim.api.nvim_win_get_cursor(0)[1]
+    line2 = line1
+  end
+  return bufnr, {
+    uri = vim.uri_from_bufnr(bufnr),
+    range = util.line_range(bufnr, line1, line2, client.offset_encoding),
+  }
+end
+
+function M.fix(opts)
+  local client = attached_client(0)
+  if not client then
+    return
+  end
+  local bufnr, arg = range_arg(opts, client)
+  util.notify('fixing…')
+  util.execute(client, bufnr, 'qwen.server.fix', arg, report_apply)
+end
+
+function M.ask_command(opts)
+  local client = attached_client(0)
+  if not client then
+    return
+  end
+  local _, arg = range_arg(opts, client)
+  M.ask(client, arg, opts.args)
+end
+
+function M.review()
+  local client = attached_client(0)
+  if not client then
+    return
+  end
+  local bufnr = vim.api.nvim_get_current_buf()
+  util.notify('reviewing…')
+  util.execute(client, bufnr, 'qwen.server.review', { uri = vim.uri_from_bufnr(bufnr) }, function(result)
+    local findings = type(result) == 'table' and tonumber(result.findings) or 0
+    util.notify(findings == 0 and 'review: no findings' or ('review: %d finding(s), see the diagnostics'):format(findings))
+  end)
+end
+
+--- Creates the user commands; safe to call again.
+function M.create()
+  local create = vim.api.nvim_create_user_command
+  create('QwenFix', M.fix, { range = true, desc = 'Qwen: fix the problem on these lines' })
+  create('QwenAsk', M.ask_command, { range = true, nargs = '*', desc = 'Qwen: do {instruction} on these lines' })
+  create('QwenReview', M.review, { desc = 'Qwen: review this file' })
+  create('QwenFixTerminal', function()
+    require('qwen_lsp.terminal').send_last_command(vim.api.nvim_get_current_buf())
+  end, { desc = "Qwen: send the last :terminal command's output to the server" })
+end
+
+return M

@@ -1,0 +1,62 @@
+-- A minimal test runner for plain `nvim -l`: named cases, assertions with messages, a summary
+-- line, and exit status 1 when anything failed.
+
+local M = { cases = {} }
+
+function M.test(name, fn)
+  table.insert(M.cases, { name = name, fn = fn })
+end
+
+function M.eq(actual, expected, what)
+  if not vim.deep_equal(actual, expected) then
+    error(('%s\n  expected: %s\n  actual:   %s'):format(what or 'values differ', vim.inspect(expected), vim.inspect(actual)), 2)
+  end
+end
+
+function M.ok(cond, what)
+  if not cond then
+    error(what or 'assertion failed', 2)
+  end
+end
+
+--- Waits up to `ms` for `cond()`; raises `what` on timeout.
+function M.wait(ms, cond, what)
+  if not vim.wait(ms, cond, 20) then
+    error(('timed out after %d ms: %s'):format(ms, what), 2)
+  end
+end
+
+--- Runs every case and exits: 0 if all passed, 1 otherwise.
+function M.run()
+  local failed = 0
+  for _, case in ipairs(M.cases) do
+    local started = vim.uv.hrtime()
+    local ok, err = xpcall(case.fn, debug.traceback)
+    local ms = (vim.uv.hrtime() - started) / 1e6
+    if ok then
+      io.stdout:write(('ok   %s (%.0f ms)\n'):format(case.name, ms))
+    else
+      failed = failed + 1
+      io.stdout:write(('FAIL %s (%.0f ms)\n%s\n'):format(case.name, ms, err))
+    end
+  end
+  io.stdout:write(('%d passed, %d failed\n'):format(#M.cases - failed, failed))
+  io.stdout:flush()
+  os.exit(failed == 0 and 0 or 1)
+end
+
+--- Absolute path of the plugin (editors/neovim), from this file's location.
+function M.plugin_dir()
+  local this = debug.getinfo(1, 'S').source:sub(2)
+  return vim.fs.dirname(vim.fs.dirname(vim.fs.normalize(vim.fn.fnamemodify(this, ':p'))))
+end
+
+--- Puts the plugin on 'runtimepath' and sources its plugin/ file, as a plugin manager would.
+function M.load_plugin()
+  local dir = M.plugin_dir()
+  vim.opt.runtimepath:prepend(dir)
+  vim.cmd.runtime('plugin/qwen_lsp.lua')
+  return dir
+end
+
+return M
