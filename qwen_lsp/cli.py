@@ -1,0 +1,72 @@
+"""`qwen-lsp`: the language server's command line.
+
+    qwen-lsp                      language server on stdio (what editors run)
+    qwen-lsp --tcp --port 2087    on 127.0.0.1:2087, for debugging
+    qwen-lsp --version
+
+Subcommands go on `SUBCOMMANDS` (see `build_parser`); with none given, the server runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Callable
+
+from . import __version__
+
+TCP_HOST = "127.0.0.1"  # never listen beyond this machine: the server reads and edits the workspace
+
+Handler = Callable[[argparse.Namespace], int]
+# Each entry adds one subcommand: `def add(sub): p = sub.add_parser("doctor", help=...); p.set_defaults(handler=run)`.
+SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = []
+
+
+def serve(args: argparse.Namespace) -> int:
+    # Imported here so `--version` and other subcommands stay fast.
+    from .server import create_server
+
+    server = create_server()
+    try:
+        if args.tcp:
+            server.start_tcp(TCP_HOST, args.port)
+        else:
+            server.start_io()
+    finally:
+        server.close()  # also when the client vanished without shutdown: remove the side-channel socket
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="qwen-lsp",
+        description="Language server: a local coding agent (Qwen3.6 on vLLM) behind LSP code actions and diagnostics.",
+    )
+    parser.add_argument("--version", action="version", version=f"qwen-lsp {__version__}")
+    parser.add_argument("--tcp", action="store_true", help=f"listen on {TCP_HOST} instead of stdio (debugging)")
+    parser.add_argument("--port", type=int, default=2087, help="TCP port with --tcp (default 2087)")
+    parser.add_argument(
+        "--log-level",
+        default=os.environ.get("QWEN_LSP_LOG_LEVEL", "WARNING"),
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="log level on stderr (stdout carries the protocol)",
+    )
+    parser.set_defaults(handler=serve)
+    if SUBCOMMANDS:
+        sub = parser.add_subparsers(title="commands", dest="command", metavar="COMMAND")
+        for add in SUBCOMMANDS:
+            add(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(stream=sys.stderr, level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    handler: Handler = args.handler
+    return handler(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,157 @@
+"""Side channel for terminal tools: a running server listens on a Unix socket per
+workspace so `qfix` (or a shell hook) can make the editor show the same
+diagnostics it would show for `qwen/terminalOutput` from the editor's own terminal.
+
+Socket: `<cache_dir>/run/<sha256(real workspace path)[:16]>.sock`, mode 0600.
+Messages: LSP-framed JSON-RPC notifications (`Content-Length: N\\r\\n\\r\\n{json}`);
+only `qwen/terminalOutput` is accepted, nothing is ever answered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import socket
+import tempfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from .protocol import TERMINAL_OUTPUT, TerminalOutput
+
+log = logging.getLogger(__name__)
+
+# sun_path is 108 bytes on Linux and 104 on macOS, including the final NUL.
+MAX_SOCKET_PATH = 103
+MAX_MESSAGE_BYTES = 32 * 1024 * 1024  # terminal output is big at worst, never this big
+
+
+def _key(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+
+
+def socket_path(workspace: Path, cache_dir: Path) -> Path:
+    """Where a server for `workspace` listens. Deep cache directories (long temp paths) would
+    exceed the Unix socket address limit; then a short per-user directory is used instead,
+    keyed by both paths so both sides still agree."""
+    real = os.path.realpath(workspace)
+    path = Path(cache_dir) / "run" / f"{_key(real)}.sock"
+    if len(os.fsencode(str(path))) <= MAX_SOCKET_PATH:
+        return path
+    short_dir = Path(tempfile.gettempdir()) / f"qwen-lsp-{os.getuid()}"
+    return short_dir / f"{_key(os.path.realpath(cache_dir) + os.sep + real)}.sock"
+
+
+def frame(method: str, params: Any) -> bytes:
+    body = json.dumps({"jsonrpc": "2.0", "method": method, "params": params}, ensure_ascii=False).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def notify_running_server(
+    workspace: Path, cache_dir: Path, params: TerminalOutput | Mapping[str, Any], *, timeout: float = 1.0
+) -> bool:
+    """Send `qwen/terminalOutput` to the server running for `workspace` (or for the nearest
+    enclosing directory that has one, since an editor may have opened a parent folder).
+
+    `params` is a TerminalOutput or a dict with `command`, `exitCode` (or `exit_code`),
+    `output`, `cwd` (absolute). Returns True once the notification was delivered to a
+    listening server, False when none is running (nothing is raised for that)."""
+    payload = params if isinstance(params, TerminalOutput) else TerminalOutput.model_validate(dict(params))
+    data = frame(TERMINAL_OUTPUT, payload.dump())
+    start = Path(os.path.abspath(workspace))
+    for directory in (start, *start.parents):
+        path = socket_path(directory, cache_dir)
+        if not path.exists():
+            continue
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                sock.settimeout(timeout)
+                sock.connect(str(path))
+                sock.sendall(data)
+            return True
+        except OSError:  # a stale socket left by a crashed server: keep looking
+            continue
+    return False
+
+
+async def read_message(reader: asyncio.StreamReader) -> dict[str, Any] | None:
+    """One LSP-framed JSON message; None at end of stream."""
+    length: int | None = None
+    while True:
+        line = await reader.readline()
+        if not line:
+            return None
+        if line in (b"\r\n", b"\n"):
+            break
+        name, _, value = line.decode("ascii", "replace").partition(":")
+        if name.strip().lower() == "content-length":
+            length = int(value.strip())
+    if length is None or not 0 <= length <= MAX_MESSAGE_BYTES:
+        raise ValueError(f"bad Content-Length: {length}")
+    message = json.loads(await reader.readexactly(length))
+    if not isinstance(message, dict):
+        raise ValueError("not a JSON-RPC message")
+    return message
+
+
+async def _alive(path: Path) -> bool:
+    try:
+        _reader, writer = await asyncio.wait_for(asyncio.open_unix_connection(str(path)), 1.0)
+    except (OSError, asyncio.TimeoutError):
+        return False
+    writer.close()
+    return True
+
+
+class Listener:
+    """The server end for one workspace. `on_terminal_output` runs on the server's loop."""
+
+    def __init__(self, path: Path, on_terminal_output: Callable[[TerminalOutput], None]) -> None:
+        self.path = path
+        self.on_terminal_output = on_terminal_output
+        self._server: asyncio.AbstractServer | None = None
+        self._inode: int | None = None
+
+    async def start(self) -> bool:
+        """Listen; False when another live server already owns the socket (first one wins)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if self.path.exists() or self.path.is_symlink():
+            if await _alive(self.path):
+                log.info("another qwen-lsp already listens on %s", self.path)
+                return False
+            self.path.unlink(missing_ok=True)  # left behind by a server that crashed
+        self._server = await asyncio.start_unix_server(self._serve, path=str(self.path))
+        os.chmod(self.path, 0o600)  # other users must not inject diagnostics
+        self._inode = self.path.stat().st_ino
+        return True
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while (message := await read_message(reader)) is not None:
+                if message.get("method") != TERMINAL_OUTPUT or "id" in message:
+                    log.warning("side channel: ignoring %r", message.get("method"))
+                    continue
+                try:
+                    params = TerminalOutput.model_validate(message.get("params"))
+                except ValueError as exc:
+                    log.warning("side channel: bad params: %s", exc)
+                    continue
+                self.on_terminal_output(params)
+        except (ValueError, asyncio.IncompleteReadError, ConnectionError) as exc:
+            log.warning("side channel: dropped a connection: %s", exc)
+        finally:
+            writer.close()
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            self._server = None
+        # Only remove the socket if it is still ours (a newer server may have replaced it).
+        with contextlib.suppress(OSError):
+            if self._inode is not None and self.path.stat().st_ino == self._inode:
+                self.path.unlink()
+        self._inode = None

@@ -1,0 +1,169 @@
+"""pytest-lsp fixtures: a real `python -m qwen_lsp.cli` over stdio, driven as an editor would,
+talking to the vLLM test double that runs in this process."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Union
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities, make_test_lsp_client
+
+from qwen_lsp.lsp_convert import file_uri
+
+SERVER = [sys.executable, "-m", "qwen_lsp.cli"]
+PYTEST = f"{sys.executable} -m pytest -q -p no:cacheprovider test_calc.py"
+BUGGY = "def add(a, b):\n    total = a - b\n    return total\n\n\ndef sub(a, b):\n    return a - b\n"
+TEST = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+MAIN = "def main():\n    x = 1\n    print(undefined_name)\n\n\nmain()\n"
+PYTEST_OUTPUT = """F                                                                        [100%]
+=================================== FAILURES ===================================
+___________________________________ test_add ___________________________________
+
+    def test_add():
+>       assert add(2, 3) == 5
+E       assert -1 == 5
+E        +  where -1 = add(2, 3)
+
+test_calc.py:5: AssertionError
+=========================== short test summary info ============================
+FAILED test_calc.py::test_add - assert -1 == 5
+1 failed in 0.01s
+"""
+PLAN = {
+    "hypotheses": ["add subtracts instead of adding"],
+    "evidence": [{"path": "calc.py", "start_line": 2, "end_line": 2, "reason": "uses a - b"}],
+    "steps": ["use a + b in add"],
+    "verify_command": None,
+}
+
+
+def name_error_output(root: Path) -> str:
+    return (
+        "Traceback (most recent call last):\n"
+        f'  File "{root}/main.py", line 6, in <module>\n'
+        "    main()\n"
+        f'  File "{root}/main.py", line 3, in main\n'
+        "    print(undefined_name)\n"
+        "          ^^^^^^^^^^^^^^\n"
+        "NameError: name 'undefined_name' is not defined\n"
+    )
+
+
+def recording_client() -> LanguageClient:
+    """pytest-lsp's client, plus what our custom protocol sends back."""
+    client = make_test_lsp_client()
+    client.statuses = []  # type: ignore[attr-defined]
+    client.applied_edits = []  # type: ignore[attr-defined]
+    converter = client.protocol._converter
+
+    def command_or_action(obj: dict[str, Any], _type: Any) -> types.Command | types.CodeAction:
+        # lsprotocol reads any object with a "command" key as a Command, which turns a CodeAction
+        # whose `command` is a Command object into a Command with a stringified dict.
+        return converter.structure(obj, types.Command if isinstance(obj.get("command"), str) else types.CodeAction)
+
+    converter.register_structure_hook(Union[types.Command, types.CodeAction], command_or_action)
+
+    @client.feature("qwen/status")
+    def status(ls: LanguageClient, params: Any) -> None:
+        ls.statuses.append(params._asdict() if hasattr(params, "_asdict") else params)  # type: ignore[attr-defined]
+
+    @client.feature(types.WORKSPACE_APPLY_EDIT)
+    def apply_edit(ls: LanguageClient, params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
+        ls.applied_edits.append(params)  # type: ignore[attr-defined]
+        return types.ApplyWorkspaceEditResult(applied=True)
+
+    return client
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "calc.py").write_text(BUGGY)
+    (root / "test_calc.py").write_text(TEST)
+    (root / "main.py").write_text(MAIN)
+    return root
+
+
+@pytest.fixture
+def cache_dir(tmp_path: Path) -> Path:
+    return tmp_path / "c"
+
+
+@pytest.fixture
+def server_options(vllm, cache_dir: Path) -> dict[str, Any]:
+    """initializationOptions; modules override this fixture for other set-ups."""
+    return {"baseUrl": vllm.base_url, "cacheDir": str(cache_dir), "maxRetries": 0}
+
+
+@pytest.fixture
+def client_config() -> dict[str, Any]:
+    """`workspace/configuration` values the client serves (section -> values)."""
+    return {}
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER, client_factory=recording_client))
+async def lsp(lsp_client: LanguageClient, project: Path, server_options: dict[str, Any], client_config: dict[str, Any]):
+    for section, value in client_config.items():
+        lsp_client.set_configuration(value, section=section)
+    await lsp_client.initialize_session(
+        types.InitializeParams(
+            capabilities=client_capabilities("visual-studio-code"),
+            root_uri=file_uri(project, ""),
+            workspace_folders=[types.WorkspaceFolder(uri=file_uri(project, ""), name="proj")],
+            initialization_options=server_options,
+        )
+    )
+    await wait_until(lambda: any(s["state"] == "idle" for s in lsp_client.statuses))  # initialized ran
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def wait_until(predicate: Callable[[], Any], timeout: float = 20.0, what: str = "condition") -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if value := predicate():
+            return value
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def open_doc(client: LanguageClient, root: Path, rel: str, version: int = 1, text: str | None = None) -> str:
+    uri = file_uri(root, rel)
+    body = (root / rel).read_text() if text is None else text
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(types.TextDocumentItem(uri=uri, language_id="python", version=version, text=body))
+    )
+    return uri
+
+
+def terminal_output(client: LanguageClient, command: str, exit_code: int, output: str, cwd: Path) -> None:
+    client.protocol.notify(
+        "qwen/terminalOutput", {"command": command, "exitCode": exit_code, "output": output, "cwd": str(cwd)}
+    )
+
+
+def whole_line(line: int) -> types.Range:
+    return types.Range(types.Position(line, 0), types.Position(line, 0))
+
+
+async def code_actions(
+    client: LanguageClient, uri: str, diagnostics: list[types.Diagnostic], selection: types.Range | None = None,
+    only: list[str] | None = None,
+) -> list[types.CodeAction]:
+    rng = selection or (diagnostics[0].range if diagnostics else whole_line(0))
+    result = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=rng,
+            context=types.CodeActionContext(diagnostics=diagnostics, only=only),
+        )
+    )
+    return [a for a in result or [] if isinstance(a, types.CodeAction)]
