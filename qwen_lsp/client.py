@@ -90,13 +90,11 @@ class ServerInfo(BaseModel):
 class ModelClient:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        headers = {"x-session-id": settings.session_id} if settings.session_id else None
         self._oai = AsyncOpenAI(
             base_url=settings.base_url,
             api_key=settings.api_key,
             timeout=openai.Timeout(settings.request_timeout, connect=settings.connect_timeout),
             max_retries=settings.max_retries,  # SDK retries connection errors, 408/429/5xx with backoff
-            default_headers=headers,
         )
         self._info: ServerInfo | None = None
 
@@ -128,6 +126,7 @@ class ModelClient:
         tool_choice: str | None = None,
         json_schema: dict[str, Any] | None = None,
         fix_id: str | None = None,
+        session_id: str | None = None,
     ) -> Completion:
         """One streamed chat completion, logged to calls.jsonl. Cancelling the
         awaiting task closes the stream, which makes vLLM abort the request."""
@@ -135,7 +134,10 @@ class ModelClient:
         completion = Completion(thinking=thinking)
         outcome = "cancelled"
         try:
-            completion = _finish(await self._stream(completion, messages, max_tokens, tools, tool_choice, json_schema))
+            session = self.settings.session_id or session_id
+            completion = _finish(
+                await self._stream(completion, messages, max_tokens, tools, tool_choice, json_schema, session)
+            )
             outcome = "ok"
             return completion
         except ModelServerError as exc:
@@ -165,10 +167,15 @@ class ModelClient:
         tools: list[dict[str, Any]] | None,
         tool_choice: str | None,
         json_schema: dict[str, Any] | None,
+        session: str | None,
     ) -> Completion:
         info = await self.info()
         preset = self.settings.thinking if completion.thinking else self.settings.non_thinking
         kwargs = self._request(messages, info, preset, completion.thinking, max_tokens, tools, tool_choice, json_schema)
+        if session:
+            # A session-affinity router keeps one workspace on one replica's prefix cache.
+            kwargs["user"] = session
+            kwargs["extra_headers"] = {"x-session-id": session}
         started = time.monotonic()
         try:
             stream = await self._oai.chat.completions.create(**kwargs)
@@ -213,8 +220,6 @@ class ModelClient:
         if tools:
             kwargs["tools"] = tools
             kwargs["tool_choice"] = tool_choice or "auto"
-        if self.settings.session_id:
-            kwargs["user"] = self.settings.session_id
         return kwargs
 
     @staticmethod

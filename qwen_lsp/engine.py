@@ -242,6 +242,7 @@ class _Run:
             tool_choice=tool_choice if self.tools else None,
             json_schema=json_schema,
             fix_id=self.fix_id,
+            session_id=hashlib.sha256(str(self.overlay.root).encode()).hexdigest()[:16],
         )
         a = self.accounting
         if thinking:

@@ -232,3 +232,13 @@ async def test_shell_suggestions_carry_a_risk_label(vllm, project, tmp_path):
     labels = [(s.command, s.risk.value) for s in result.suggestions]
     assert labels == [("pip install requests", "network"), ("rm -rf build", "destructive")]
     assert result.suggestions[1].dangers
+
+
+async def test_every_request_of_a_workspace_carries_one_stable_session_id(vllm, project, tmp_path):
+    script_fix(vllm)
+    await make_engine(vllm, tmp_path / "cache").fix(failing_test_task(), project)
+    chats = [r for r in vllm.requests if r.path.endswith("/chat/completions")]
+    ids = {(r.headers.get("x-session-id"), r.body.get("user")) for r in chats}
+    assert len(chats) == 4 and len(ids) == 1
+    header, user = ids.pop()
+    assert header and header == user
