@@ -22,7 +22,7 @@ from typing import Any
 
 from . import calllog, prompt
 from .cache import StateCache, content_hash, normalize_output, task_fingerprint
-from .client import Completion, ModelClient, ToolsUnsupported
+from .client import Completion, ModelClient, ReasoningExhausted, ToolsUnsupported
 from .context.frames import parse_output
 from .edits import EditError, apply_edit
 from .models import Accounting, CachedState, FixResult, Plan, Risk, Task, TaskKind, Validation
@@ -140,8 +140,17 @@ class _Run:
     # -- phases ---------------------------------------------------------------------------
 
     async def _plan(self) -> tuple[Plan, dict[str, Any]]:
-        """The thinking call; the last message must be the plan request."""
-        reply = await self._call(thinking=True, json_schema=Plan.model_json_schema())
+        """The thinking call; the last message must be the plan request.
+
+        If thinking uses up its tokens without an answer, plan once more without
+        thinking: a shallower plan beats no fix.
+        """
+        schema = Plan.model_json_schema()
+        try:
+            reply = await self._call(thinking=True, json_schema=schema)
+        except ReasoningExhausted:
+            self.progress("planning without thinking (reasoning ran out of tokens)")
+            reply = await self._call(thinking=False, json_schema=schema)
         return parse_plan(reply.content), reply.assistant_message()
 
     async def _patch_loop(self) -> tuple[Validation, str]:

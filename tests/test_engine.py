@@ -242,3 +242,13 @@ async def test_every_request_of_a_workspace_carries_one_stable_session_id(vllm, 
     assert len(chats) == 4 and len(ids) == 1
     header, user = ids.pop()
     assert header and header == user
+
+
+async def test_reasoning_that_runs_out_of_tokens_falls_back_to_a_non_thinking_plan(vllm, project, tmp_path):
+    vllm.script(Reply(reasoning="thinking " * 50, content=None, finish_reason="length"), Reply(content=json.dumps(PLAN)))
+    script_fix(vllm, with_plan=False)
+    result = await make_engine(vllm, tmp_path / "cache").fix(failing_test_task(), project)
+    modes = [b["chat_template_kwargs"]["enable_thinking"] for b in vllm.chat_requests()]
+    assert modes == [True, False, False, False, False]
+    assert result.outcome == "fixed" and result.plan.steps == ["use a + b in add"]
+    assert "reasoning" not in vllm.chat_requests()[2]["messages"][-4]  # nothing from the cut-off thinking leaks
