@@ -474,13 +474,14 @@ async def _ask(
     messages = await asyncio.to_thread(build_messages, diff, files, workspace, settings, read_file)
     max_tokens = settings.plan_max_tokens if think else settings.patch_max_tokens
     completion = await client.complete(messages, thinking=think, max_tokens=max_tokens, json_schema=FINDINGS_SCHEMA)
-    usage = {
-        "prompt_tokens": completion.prompt_tokens,
-        "completion_tokens": completion.completion_tokens,
-        "cached_tokens": completion.cached_tokens,
-    }
+    result = ReviewResult(
+        findings=[],
+        prompt_tokens=completion.prompt_tokens,
+        completion_tokens=completion.completion_tokens,
+        cached_tokens=completion.cached_tokens,
+    )
     try:
-        findings = parse_findings(completion.content)
+        result.findings = map_findings(parse_findings(completion.content), files)
     except ValueError as exc:
-        return ReviewResult(findings=[], error=f"the model's answer was not valid review JSON ({exc})", **usage)
-    return ReviewResult(findings=map_findings(findings, files), **usage)
+        result.error = f"the model's answer was not valid review JSON ({exc})"
+    return result

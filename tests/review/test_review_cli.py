@@ -173,3 +173,14 @@ def test_install_keeps_a_foreign_hook(calc_repo: GitRepo, capsys: pytest.Capture
     assert "--force" in capsys.readouterr().err and hook.read_text() == "#!/bin/sh\necho mine\n"
     assert run(calc_repo, "--install", "--force") == 0
     assert cli.HOOK_MARKER in hook.read_text()
+
+
+def test_first_commit_of_a_repository(tmp_path: Path, isolated_git: dict[str, str], review_env: VLLMDouble,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    repo = GitRepo(tmp_path / "repo")  # no HEAD yet: no history, everything is new
+    repo.stage("src/app.py", "import os\n\n\ndef main():\n    os.system(input())\n")
+    review_env.script(findings_reply({"path": "src/app.py", "line": 5, "severity": "error",
+                                      "category": "security", "message": "Runs user input as a shell command."}))
+    assert run(repo) == cli.EXIT_FINDINGS
+    out = capsys.readouterr().out
+    assert "src/app.py\n  5: error [security]" in out and "    5 |     os.system(input())" in out
