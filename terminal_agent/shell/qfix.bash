@@ -1,0 +1,61 @@
+# qfix shell integration for bash. Install with:  eval "$(qfix init bash)"
+# After every command the hook records the command line, its exit status and the
+# directory it was typed in (one JSON file per shell, no extra processes but one).
+# The `qfix` function offers a suggested command on an editable line; it never runs
+# anything until you press Enter.
+
+__qfix_sessions=@SESSIONS@
+__qfix_exec() { @QFIX@ "$@"; }
+command mkdir -p -- "$__qfix_sessions" 2>/dev/null
+
+__qfix_quote() {  # sets __qfix_q to $1 as a JSON string literal
+    local s=$1
+    s=${s//\\/\\\\}; s=${s//\"/\\\"}; s=${s//$'\n'/\\n}; s=${s//$'\r'/\\r}; s=${s//$'\t'/\\t}
+    __qfix_q="\"$s\""
+}
+
+__qfix_record() {
+    local rc=$? entry number cmd first command_json
+    entry=$(HISTTIMEFORMAT= builtin history 1)
+    [[ $entry =~ ^\ *([0-9]+)\*?\ +(.*)$ ]] || { __qfix_cwd=$PWD; return $rc; }
+    number=${BASH_REMATCH[1]} cmd=${BASH_REMATCH[2]}
+    # The same history number: an empty line, or a command kept out of history.
+    if [[ $number != "$__qfix_histno" ]]; then
+        __qfix_histno=$number
+        first=${cmd#"${cmd%%[![:space:]]*}"}
+        first=${first%%[[:space:]]*}
+        if [[ ${first##*/} != qfix ]]; then  # qfix itself is not the command to fix
+            __qfix_quote "$cmd"; command_json=$__qfix_q
+            __qfix_quote "$__qfix_cwd"
+            printf '{"shell":"bash","pid":%s,"command":%s,"exit_code":%s,"cwd":%s}\n' \
+                "$$" "$command_json" "$rc" "$__qfix_q" >| "$__qfix_sessions/$$.json" 2>/dev/null
+        fi
+    fi
+    __qfix_cwd=$PWD  # where the next command is typed
+    return $rc
+}
+
+__qfix_histno=
+[[ $(HISTTIMEFORMAT= builtin history 1) =~ ^\ *([0-9]+) ]] && __qfix_histno=${BASH_REMATCH[1]}
+__qfix_cwd=$PWD
+if [[ $PROMPT_COMMAND != *__qfix_record* ]]; then
+    PROMPT_COMMAND="__qfix_record${PROMPT_COMMAND:+;$PROMPT_COMMAND}"
+fi
+
+qfix() {
+    local buffer="$__qfix_sessions/$$.buffer" rc line
+    command rm -f -- "$buffer"
+    QFIX_SHELL=bash QFIX_SHELL_PID=$$ QFIX_BUFFER_FILE=$buffer __qfix_exec "$@"
+    rc=$?
+    if [[ -s $buffer ]]; then
+        line=$(<"$buffer")
+        command rm -f -- "$buffer"
+        # bash cannot pre-fill the next prompt from a function: offer the line here instead.
+        if read -r -e -i "$line" -p "qfix: edit, Enter runs it, Ctrl-C cancels> " line && [[ -n $line ]]; then
+            builtin history -s -- "$line"
+            eval -- "$line"
+            rc=$?
+        fi
+    fi
+    return $rc
+}

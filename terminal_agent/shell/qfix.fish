@@ -1,0 +1,42 @@
+# qfix shell integration for fish. Install with:  qfix init fish | source
+# The fish_postexec hook records the command line, its exit status and the
+# directory it was typed in (one JSON file per shell). The `qfix` function puts a
+# suggested command into the command line to edit and run; it never runs it.
+
+set -g __qfix_sessions @SESSIONS@
+set -g __qfix_cwd $PWD
+command mkdir -p -- $__qfix_sessions 2>/dev/null
+
+function __qfix_quote --description 'the argument as a JSON string literal'
+    set -l s (string split \n -- $argv[1] | string replace -a '\\' '\\\\' | string replace -a '"' '\\"' \
+        | string replace -a \t '\\t' | string replace -a \r '\\r' | string join '\\n')
+    printf '"%s"' "$s"
+end
+
+function __qfix_preexec --on-event fish_preexec
+    set -g __qfix_cwd $PWD
+end
+
+function __qfix_postexec --on-event fish_postexec
+    set -l rc $status
+    set -l cmd $argv[1]
+    test -n "$cmd"; or return
+    string match -qr '^\s*(\S*/)?qfix(\s|$)' -- $cmd; and return  # qfix itself is not the command to fix
+    printf '{"shell":"fish","pid":%s,"command":%s,"exit_code":%s,"cwd":%s}\n' \
+        $fish_pid (__qfix_quote $cmd) $rc (__qfix_quote $__qfix_cwd) >$__qfix_sessions/$fish_pid.json 2>/dev/null
+end
+
+function qfix --description 'fix the last failed command with Qwen'
+    set -l buffer $__qfix_sessions/$fish_pid.buffer
+    command rm -f -- $buffer
+    set -lx QFIX_SHELL fish
+    set -lx QFIX_SHELL_PID $fish_pid
+    set -lx QFIX_BUFFER_FILE $buffer
+    @QFIX@ $argv
+    set -l rc $status
+    if test -s $buffer
+        commandline -r -- (string collect <$buffer)  # Enter runs it
+        command rm -f -- $buffer
+    end
+    return $rc
+end

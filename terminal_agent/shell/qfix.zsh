@@ -1,0 +1,48 @@
+# qfix shell integration for zsh. Install with:  eval "$(qfix init zsh)"
+# preexec/precmd hooks record the command line, its exit status and the directory
+# it was typed in (one JSON file per shell). The `qfix` function puts a suggested
+# command into your next prompt's buffer to edit and run; it never runs it.
+
+typeset -g __qfix_sessions=@SESSIONS@
+__qfix_exec() { @QFIX@ "$@" }
+command mkdir -p -- "$__qfix_sessions" 2>/dev/null
+
+typeset -g __qfix_pending= __qfix_cmd= __qfix_cwd=$PWD __qfix_q=
+
+__qfix_quote() {  # sets __qfix_q to $1 as a JSON string literal
+    local s=$1
+    s=${s//\\/\\\\}; s=${s//\"/\\\"}; s=${s//$'\n'/\\n}; s=${s//$'\r'/\\r}; s=${s//$'\t'/\\t}
+    __qfix_q="\"$s\""
+}
+
+__qfix_preexec() {  # $1: the command line as typed
+    __qfix_cmd=$1 __qfix_cwd=$PWD __qfix_pending=1
+}
+
+__qfix_precmd() {
+    local rc=$? command_json
+    [[ -n $__qfix_pending ]] || return $rc  # an empty line ran nothing
+    __qfix_pending=
+    [[ ${${(z)__qfix_cmd}[1]:t} == qfix ]] && return $rc  # qfix itself is not the command to fix
+    __qfix_quote "$__qfix_cmd"; command_json=$__qfix_q
+    __qfix_quote "$__qfix_cwd"
+    printf '{"shell":"zsh","pid":%s,"command":%s,"exit_code":%s,"cwd":%s}\n' \
+        "$$" "$command_json" "$rc" "$__qfix_q" >| "$__qfix_sessions/$$.json" 2>/dev/null
+    return $rc
+}
+
+autoload -Uz add-zsh-hook
+add-zsh-hook preexec __qfix_preexec
+add-zsh-hook precmd __qfix_precmd
+
+qfix() {
+    local buffer="$__qfix_sessions/$$.buffer" rc
+    command rm -f -- "$buffer"
+    QFIX_SHELL=zsh QFIX_SHELL_PID=$$ QFIX_BUFFER_FILE=$buffer __qfix_exec "$@"
+    rc=$?
+    if [[ -s $buffer ]]; then
+        print -z -- "$(<$buffer)"  # the next prompt starts with it; Enter runs it
+        command rm -f -- "$buffer"
+    fi
+    return $rc
+}
