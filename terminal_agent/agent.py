@@ -1,0 +1,283 @@
+"""The qfix loop: one failed command in; at most one fix written, then re-run.
+
+    failure = the command, its exit code, its output    (run now in a pty, or recorded by the shell)
+    result  = engine.fix(failure)                        (plan + patch rounds; writes nothing)
+    show the plan, a colored diff per file, risk-labelled shell suggestions
+    ask     [a]pply / [s]kip / [e]dit command / [q]uit    (--yes: write files, never run commands)
+    apply   save the undo entry, then apply_changes      (refuses files changed meanwhile)
+    verify  re-run the command for real: exit 0 only if it passes now
+
+Shell suggestions are never run by qfix: an accepted one goes to the shell's
+command line (via the qfix shell function) for the user to edit and run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shlex
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from qwen_lsp.apply import StaleFile, apply_changes
+from qwen_lsp.client import ModelServerError
+from qwen_lsp.engine import Engine
+from qwen_lsp.models import FileChange, FixResult, Risk, Task, TaskKind
+from qwen_lsp.risk import classify
+from qwen_lsp.risk import suggestion as labelled
+from qwen_lsp.settings import Settings, load_settings
+
+from . import undo
+from .pty_run import Finished, run_in_pty, run_shell_command
+from .report import QfixReport, Verification
+from .state import ShellRecord, last_record, tmux_output
+from .ui import UI
+
+
+@dataclass
+class Options:
+    yes: bool = False  # apply file changes and verify without asking
+    dry_run: bool = False  # show the fix, change nothing
+    json: bool = False  # machine-readable report on stdout
+
+
+@dataclass
+class Failure:
+    command: str  # as the user would type it
+    exit_code: int
+    output: str | None  # None: not captured
+    cwd: Path
+    workspace: Path
+    argv: list[str] | None = None  # `qfix -- CMD ARGS`: re-run exactly this argv
+    shell: str | None = None  # a recorded command line re-runs with the user's shell
+
+    def task(self) -> Task:
+        cwd = self.cwd.resolve().relative_to(self.workspace.resolve()).as_posix()
+        return Task(
+            kind=TaskKind.command,
+            description=f"`{self.command}` failed with exit code {self.exit_code}",
+            command=self.command,
+            terminal_output=self.output if self.output is not None else "(the output was not captured)",
+            exit_code=self.exit_code,
+            cwd=None if cwd == "." else cwd,
+        )
+
+    def rerun(self, command: str | None, echo_fd: int) -> Finished:
+        if command in (None, self.command) and self.argv:
+            return run_in_pty(self.argv, self.cwd, echo_fd=echo_fd)
+        return run_shell_command(command or self.command, self.cwd, self.shell, echo_fd=echo_fd)
+
+
+@dataclass
+class Decision:
+    apply: bool = False
+    verify_command: str | None = None  # None: the failed command itself
+    handoff: str | None = None  # a shell command for the user's command line
+    quit: bool = False
+
+
+def fix(failure: Failure, opts: Options, ui: UI, report: QfixReport) -> int:
+    """The whole story of one failed command; returns qfix's exit code."""
+    settings = load_settings(failure.workspace)
+    notify_editor(failure, settings)
+    with ui.working() as progress:
+        result = asyncio.run(think(failure, settings, progress))  # Ctrl-C here cancels the requests
+    report.add_result(result)
+    show(result, ui)
+    if not result.changes and not result.suggestions:
+        ui.fail(f"no fix found ({result.outcome})" + (f": {result.error}" if result.error else ""))
+        return 1
+    if opts.dry_run:
+        ui.say("\nDry run: nothing was changed.", "bold")
+        return 0
+
+    decision = decide(result, failure, opts, ui)
+    if decision.apply:
+        try:
+            apply_with_undo(failure, result.changes)
+        except StaleFile as exc:
+            ui.fail(f"not applied: {exc}")
+            return 1
+        report.applied = True
+        ui.ok(f"applied to {', '.join(c.path for c in result.changes)}  (qfix --undo puts it back)")
+    if decision.handoff:
+        hand_to_shell(decision.handoff, ui)
+    if not report.applied or decision.quit or decision.handoff:
+        return 0 if decision.handoff else 1  # a handed-over command is the user's next step
+
+    command = decision.verify_command or failure.command
+    ui.say(f"\nRe-running: {command}", "bold")
+    rerun = failure.rerun(decision.verify_command, ui.fd)
+    report.verification = Verification(command=command, exit_code=rerun.exit_code, passed=rerun.exit_code == 0)
+    if rerun.exit_code == 0:
+        ui.ok(f"fixed: `{command}` passes now")
+        return 0
+    ui.fail(f"`{command}` still fails (exit {rerun.exit_code}); `qfix --undo` reverts the change")
+    return 1
+
+
+async def think(failure: Failure, settings: Settings, progress: Callable[[str], None]) -> FixResult:
+    engine = Engine(settings)
+    try:
+        return await engine.fix(failure.task(), failure.workspace, progress=progress)
+    finally:
+        await engine.client.close()
+
+
+def show(result: FixResult, ui: UI) -> None:
+    ui.show_plan(result.plan, result.summary)
+    ui.show_changes(result.changes)
+    for suggestion in result.suggestions:
+        ui.show_suggestion(suggestion)
+
+
+def decide(result: FixResult, failure: Failure, opts: Options, ui: UI) -> Decision:
+    """Ask about the file changes, then about each suggestion, until one is taken."""
+    decision = Decision()
+    if opts.yes or not ui.interactive:
+        decision.apply = opts.yes and bool(result.changes)
+        if not opts.yes:
+            ui.say("Not applied: no terminal to ask on (use --yes to apply).")
+        elif result.suggestions:
+            ui.say("Suggested commands are never run with --yes: run them yourself if you agree.")
+        return decision
+    while result.changes:
+        choice = ui.choose(f"Apply the changes to {len(result.changes)} file(s)?")
+        if choice == "edit":  # the command re-run after applying
+            decision.verify_command = ui.edit("Re-run to verify: ", decision.verify_command or failure.command)
+            continue
+        decision.apply, decision.quit = choice == "apply", choice == "quit"
+        if decision.quit:
+            return decision
+        break
+    for suggestion in result.suggestions:
+        while True:
+            choice = ui.choose(f"Use `{suggestion.command}`?")
+            if choice != "edit":
+                break
+            suggestion = labelled(ui.edit("Command: ", suggestion.command), suggestion.reason)
+            ui.show_suggestion(suggestion)  # an edit can make it dangerous: label it again
+        if choice == "quit":
+            decision.quit = True
+            return decision
+        if choice == "apply" and (suggestion.risk != Risk.destructive or ui.confirm("Type 'yes' to accept it:", word="yes")):
+            decision.handoff = suggestion.command
+            return decision
+    return decision
+
+
+def apply_with_undo(failure: Failure, changes: list[FileChange]) -> None:
+    """The undo entry is saved first: a fix on disk can always be taken back."""
+    entry = undo.remember(failure.workspace, failure.command, changes)
+    try:
+        apply_changes(failure.workspace, changes)
+    except BaseException:
+        entry.unlink()
+        raise
+
+
+def hand_to_shell(command: str, ui: UI) -> None:
+    """Into the shell's command line buffer when the qfix shell function runs us; never run here."""
+    buffer = os.environ.get("QFIX_BUFFER_FILE")
+    if buffer:
+        Path(buffer).write_text(command, encoding="utf-8")
+        ui.say("The command is on your command line: edit it if needed, Enter runs it.", "bold")
+    else:
+        ui.say(f"Run it yourself:  {command}", "bold")
+        ui.say('(with eval "$(qfix init bash)" in your shell rc, qfix puts it on your command line)', "dim")
+
+
+def run(command: list[str], opts: Options) -> int:
+    """`qfix [-- CMD ARGS]`: get the failure, fix it, report; returns the exit code."""
+    ui = UI(to_stderr=opts.json)
+    if command:
+        failure = failure_from_command(command, ui)
+    else:
+        record = last_record()
+        if record is None:
+            print('qfix: no command given and none recorded: run `qfix -- CMD`, or add eval "$(qfix init bash)" '
+                  "to your shell's rc file", file=sys.stderr)
+            return 2
+        failure = failure_from_record(record, opts, ui)
+    if isinstance(failure, int):  # it passed, or was interrupted: nothing to fix
+        return failure
+
+    report = QfixReport(command=failure.command, exit_code=failure.exit_code, workspace=str(failure.workspace),
+                        cwd=str(failure.cwd), outcome="failed")
+    try:
+        report.exit_status = fix(failure, opts, ui, report)
+    except ModelServerError as exc:
+        report.error = " ".join(str(exc).split())  # ONE line: what failed and how to fix it
+        print(f"qfix: {report.error}", file=sys.stderr)
+        report.outcome, report.exit_status = "error", 2
+    except KeyboardInterrupt:
+        ui.fail("cancelled: " + ("the applied fix stays (`qfix --undo` reverts it)" if report.applied else "nothing was changed"))
+        report.outcome, report.exit_status = "cancelled", 130
+    if opts.json:
+        print(report.model_dump_json(indent=2))
+    return report.exit_status
+
+
+def undo_last_fix() -> int:
+    """`qfix --undo`."""
+    ui = UI(to_stderr=False)
+    try:
+        entry = undo.undo_last(find_workspace(Path.cwd()))
+    except undo.UndoRefused as exc:
+        ui.fail(str(exc))
+        return 1
+    ui.ok(f"restored {', '.join(f.path for f in entry.files)} as before the fix for `{entry.command}`")
+    return 0
+
+
+def failure_from_command(argv: list[str], ui: UI) -> Failure | int:
+    """Run `qfix -- CMD ARGS` now, live; an int when there is nothing to fix."""
+    cwd = Path.cwd()
+    finished = run_in_pty(argv, cwd, echo_fd=ui.fd)
+    if finished.exit_code == 0 or finished.exit_code > 128:
+        return finished.exit_code  # passed, or interrupted by the user: mirror it
+    return Failure(command=shlex.join(argv), exit_code=finished.exit_code, output=finished.output, cwd=cwd,
+                   workspace=find_workspace(cwd), argv=list(argv))
+
+
+def failure_from_record(record: ShellRecord, opts: Options, ui: UI) -> Failure | int:
+    """The command the shell recorded. Its output comes from the record or the tmux
+    screen, else from running it again: only after asking, never when it looks destructive."""
+    if record.exit_code == 0:
+        ui.ok(f"`{record.command}` succeeded: nothing to fix")
+        return 0
+    cwd = Path(record.cwd) if Path(record.cwd).is_dir() else Path.cwd()
+    exit_code, output = record.exit_code, record.output or tmux_output(record.command)
+    if output is None:
+        risk, dangers = classify(record.command)
+        if risk == Risk.destructive:
+            ui.say(f"The output of `{record.command}` was not captured, and qfix will not re-run it: "
+                   + "; ".join(dangers), "yellow")
+        elif opts.yes or (ui.interactive and ui.confirm(f"Re-run `{record.command}` to see its output? [y/N]")):
+            finished = run_shell_command(record.command, cwd, record.shell, echo_fd=ui.fd)
+            if finished.exit_code == 0:
+                ui.ok(f"`{record.command}` passes now: nothing to fix")
+                return 0
+            exit_code, output = finished.exit_code, finished.output
+    return Failure(command=record.command, exit_code=exit_code, output=output, cwd=cwd,
+                   workspace=find_workspace(cwd), shell=record.shell)
+
+
+def notify_editor(failure: Failure, settings: Settings) -> None:
+    """Hook point for `qwen_lsp.sidechannel.notify_running_server(workspace, cache_dir, params)`,
+    which is not in the tree yet: with it, a qwen-lsp running for this workspace would get
+    `qwen/terminalOutput` {command, exitCode, output, cwd} and show the same diagnostics."""
+
+
+def find_workspace(cwd: Path) -> Path:
+    """The git top-level of `cwd`, else `cwd` itself."""
+    try:
+        top = subprocess.run(
+            ["git", "rev-parse", "--show-toplevel"], cwd=cwd, capture_output=True, text=True, timeout=10
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        top = ""
+    return Path(top) if top else cwd

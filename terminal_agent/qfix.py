@@ -1,0 +1,67 @@
+"""qfix: fix the command that just failed, with the qwen-lsp engine on your local vLLM.
+
+    qfix -- CMD ARGS…   run CMD in a pseudo-terminal; if it fails, propose a fix
+    qfix                fix the last command your shell recorded (see `qfix init`)
+    qfix init SHELL     print the shell integration: eval "$(qfix init bash)"
+    qfix --undo         put back the files of the last fix qfix applied here
+
+Exit codes: 0 fixed, passed or nothing to do; 1 fix not applied or the re-run
+still fails; 2 model server unavailable or usage error; 128+N when the command
+was interrupted by signal N. The loop itself is in terminal_agent/agent.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+USAGE_ERROR = 2
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="qfix",
+        description="Fix the command that just failed, with Qwen on your local vLLM. "
+        "Nothing is written or run without your consent.",
+        epilog='Shell integration: eval "$(qfix init bash)" (or zsh), or `qfix init fish | source`.',
+    )
+    p.add_argument("--yes", "-y", action="store_true", help="apply file changes and re-run without asking "
+                   "(suggested shell commands are never run); exit 0 only if the re-run passes")
+    p.add_argument("--dry-run", action="store_true", help="show the fix and change nothing (exit 0 if one was found)")
+    p.add_argument("--json", action="store_true", help="a JSON report on stdout; without --yes it is a dry run")
+    p.add_argument("--undo", action="store_true", help="restore the files of the last fix applied in this workspace")
+    p.add_argument("command", nargs=argparse.REMAINDER, help="the command to run: qfix -- CMD ARGS…")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["init"]:
+        return _init(args[1:])
+    opts = parser().parse_args(args)
+    command = opts.command[1:] if opts.command[:1] == ["--"] else opts.command
+    if opts.undo and (command or opts.yes or opts.dry_run or opts.json):
+        parser().error("--undo takes no command and no other option")  # exits 2
+    if opts.yes and opts.dry_run:
+        parser().error("--yes and --dry-run contradict each other")
+    # Imported only now: `qfix init` runs at every shell start and must not pay for the engine.
+    from . import agent
+
+    if opts.undo:
+        return agent.undo_last_fix()
+    return agent.run(command, agent.Options(yes=opts.yes, dry_run=opts.dry_run or (opts.json and not opts.yes),
+                                            json=opts.json))
+
+
+def _init(args: list[str]) -> int:
+    from .shell_init import SHELLS, init_script
+
+    if len(args) != 1 or args[0] not in SHELLS:
+        print(f"usage: qfix init {{{','.join(SHELLS)}}}", file=sys.stderr)
+        return USAGE_ERROR
+    print(init_script(args[0]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

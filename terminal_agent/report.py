@@ -1,0 +1,59 @@
+"""`qfix --json`: the machine-readable account of one run."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from qwen_lsp.models import FixResult, Plan, ShellSuggestion
+
+
+class FileDiff(BaseModel):
+    path: str  # workspace-relative
+    diff: str  # unified, a/ b/ prefixes
+    created: bool = False
+
+
+class Verification(BaseModel):
+    """The real re-run of the command after the fix was written."""
+
+    command: str
+    exit_code: int
+    passed: bool
+
+
+class ModelUsage(BaseModel):
+    thinking_calls: int = 0
+    non_thinking_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0  # prompt tokens served from vLLM's prefix cache
+    wall_seconds: float = 0.0
+    cache_hit: bool = False  # the plan came from the disk cache: no thinking call
+
+
+class QfixReport(BaseModel):
+    command: str
+    exit_code: int | None = None  # the failing command's
+    workspace: str
+    cwd: str
+    outcome: str  # the engine's outcome, or "passed" / "error" / "cancelled"
+    summary: str = ""
+    plan: Plan | None = None
+    diffs: list[FileDiff] = Field(default_factory=list)
+    suggestions: list[ShellSuggestion] = Field(default_factory=list)
+    applied: bool = False
+    verification: Verification | None = None
+    model: ModelUsage = Field(default_factory=ModelUsage)
+    error: str | None = None
+    exit_status: int = 0  # qfix's own exit code
+
+    def add_result(self, result: FixResult) -> None:
+        a = result.accounting
+        self.outcome, self.summary, self.plan, self.error = result.outcome, result.summary, result.plan, result.error
+        self.diffs = [FileDiff(path=c.path, diff=c.diff, created=c.created) for c in result.changes]
+        self.suggestions = list(result.suggestions)
+        self.model = ModelUsage(
+            thinking_calls=a.thinking_calls, non_thinking_calls=a.non_thinking_calls, prompt_tokens=a.prompt_tokens,
+            completion_tokens=a.completion_tokens, cached_tokens=a.cached_tokens, wall_seconds=round(a.wall_seconds, 3),
+            cache_hit=a.plan_from_cache,
+        )

@@ -1,0 +1,143 @@
+"""What qfix shows and asks: the spinner, the plan, colored diffs, risk-labelled
+shell suggestions and the one-letter questions. With --json everything here goes
+to stderr so stdout carries only the JSON."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+from collections.abc import Callable, Iterator
+from typing import Literal
+
+from rich.console import Console
+from rich.live import Live
+from rich.spinner import Spinner
+from rich.text import Text
+
+from qwen_lsp.models import FileChange, Plan, Risk, ShellSuggestion
+
+Choice = Literal["apply", "skip", "edit", "quit"]
+CHOICES: dict[str, Choice] = {"a": "apply", "s": "skip", "e": "edit", "q": "quit"}
+RISK_STYLE = {
+    Risk.read_only: "green",
+    Risk.modifies_files: "yellow",
+    Risk.network: "magenta",
+    Risk.destructive: "bold white on red",
+}
+
+
+class UI:
+    def __init__(self, *, to_stderr: bool) -> None:
+        self.console = Console(stderr=to_stderr, highlight=False)
+        self.fd = 2 if to_stderr else 1  # where a re-run command's live output goes
+        self.interactive = sys.stdin.isatty() and not to_stderr
+
+    # -- messages ------------------------------------------------------------------------------
+
+    def say(self, message: str, style: str = "") -> None:
+        self.console.print(Text(message, style=style), soft_wrap=True)  # the terminal wraps; logs stay greppable
+
+    def ok(self, message: str) -> None:
+        self.say(f"✓ {message}", "bold green")
+
+    def fail(self, message: str) -> None:
+        self.say(f"✗ {message}", "bold red")
+
+    # -- the model at work ---------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def working(self) -> Iterator[Callable[[str], None]]:
+        """A spinner with the engine's current phase and the elapsed time; yields the progress callback."""
+        status = _Status()
+        with Live(status, console=self.console, refresh_per_second=8, transient=True):
+            yield status.set_phase
+
+    # -- the result ----------------------------------------------------------------------------
+
+    def show_plan(self, plan: Plan | None, summary: str) -> None:
+        if plan and plan.hypotheses:
+            self.say("Cause: " + plan.hypotheses[0], "bold")
+        for step in plan.steps if plan else []:
+            self.say(f"  • {step}")
+        if summary:
+            self.say(summary, "italic")
+
+    def show_changes(self, changes: list[FileChange]) -> None:
+        for change in changes:
+            self.say(f"\n{'new file' if change.created else 'changes'}: {change.path}", "bold")
+            for line in change.diff.splitlines():
+                self.console.print(Text(line, style=_diff_style(line)), soft_wrap=True)
+
+    def show_suggestion(self, suggestion: ShellSuggestion) -> None:
+        label = Text(f" {suggestion.risk.value.upper()} ", style=RISK_STYLE[suggestion.risk])
+        if suggestion.risk == Risk.destructive:
+            label = Text(" ⚠ DESTRUCTIVE ", style=RISK_STYLE[Risk.destructive])
+        self.console.print(Text("\nSuggested command ").append(label).append(":"))
+        self.say(f"  $ {suggestion.command}", "bold")
+        if suggestion.reason:
+            self.say(f"  why: {suggestion.reason}", "dim")
+        for danger in suggestion.dangers:
+            self.say(f"  ⚠ {danger}", "bold red")
+
+    # -- questions -----------------------------------------------------------------------------
+
+    def choose(self, question: str) -> Choice:
+        """[a]pply / [s]kip / [e]dit command / [q]uit; end of input counts as quit."""
+        while True:
+            try:
+                answer = self.console.input(Text(f"\n{question} [a]pply / [s]kip / [e]dit command / [q]uit: ", style="bold"))
+            except EOFError:
+                return "quit"
+            choice = CHOICES.get(answer.strip().lower()[:1])
+            if choice:
+                return choice
+
+    def confirm(self, question: str, *, word: str = "y") -> bool:
+        """True only for an explicit answer: `y`, or the whole `word` (e.g. "yes" for dangerous things)."""
+        try:
+            answer = self.console.input(Text(f"{question} ", style="bold")).strip().lower()
+        except EOFError:
+            return False
+        return answer == word or (word == "y" and answer == "yes")
+
+    def edit(self, prompt: str, text: str) -> str:
+        """An editable line pre-filled with `text` (readline)."""
+        import readline  # noqa: PLC0415 - only here: it touches the terminal on import
+
+        readline.set_startup_hook(lambda: readline.insert_text(text))
+        try:
+            return input(prompt).strip() or text
+        except EOFError:
+            return text
+        finally:
+            readline.set_startup_hook()
+
+
+class _Status:
+    """Rendered by Live several times a second, so the elapsed time keeps moving."""
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+        self.phase = "reading the workspace"
+        self.spinner = Spinner("dots")
+
+    def set_phase(self, phase: str) -> None:
+        self.phase = phase
+
+    def __rich__(self) -> Spinner:
+        elapsed = time.monotonic() - self.started
+        self.spinner.update(text=Text(f"{self.phase} · {elapsed:.0f}s  (Ctrl-C cancels)", style="cyan"))
+        return self.spinner
+
+
+def _diff_style(line: str) -> str:
+    if line.startswith(("+++", "---")):
+        return "bold"
+    if line.startswith("+"):
+        return "green"
+    if line.startswith("-"):
+        return "red"
+    if line.startswith("@@"):
+        return "cyan"
+    return ""
