@@ -8,6 +8,7 @@ are honoured; binaries, huge files and files without a grammar are skipped."""
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 from collections import Counter, defaultdict
@@ -15,19 +16,19 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import networkx as nx
 import pathspec
 
-from qwen_lsp.context.treesitter import CONTAINER_KINDS, Definition, definitions, identifiers, language_for, parse
+from qwen_lsp.context.treesitter import CONTAINER_KINDS, Definition, definitions, language_for, parse, references
 from qwen_lsp.tokens import count_tokens
 
 MAX_FILE_BYTES = 512_000  # bigger source files are generated or vendored
 MAX_FILES = 50_000
-CACHE_VERSION = 1
+MAX_DEFINERS = 20  # a name defined in more files than this is too generic to rank by
+CACHE_VERSION = 2
 # Never worth mapping, whatever .gitignore says (or when there is none).
 ALWAYS_SKIP = {
     ".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".nox", ".mypy_cache",
-    ".pytest_cache", ".ruff_cache", ".eggs", "site-packages", ".idea", ".vscode",
+    ".pytest_cache", ".ruff_cache", ".eggs", "site-packages", ".idea", ".vscode", "vendor", "third_party",
 }
 
 
@@ -99,14 +100,7 @@ def extract_tags(text: str, lang: str) -> FileTags | None:
     if tree is None:
         return None
     defs = definitions(text, lang, tree)
-    refs = Counter(name for name, _ in identifiers(tree, lang))
-    # A definition's own name is not a reference to it.
-    for d in defs:
-        if refs.get(d.name):
-            refs[d.name] -= 1
-            if refs[d.name] <= 0:
-                del refs[d.name]
-    return FileTags(defs=defs, refs=refs)
+    return FileTags(defs=defs, refs=Counter(references(tree, lang)))
 
 
 def _open_cache(cache_dir: Path | None):  # -> diskcache.Cache | None
@@ -130,132 +124,181 @@ def _decode(raw: tuple) -> FileTags:
 
 
 def build_index(workspace: Path, *, cache_dir: Path | None = None, files: Iterable[str] | None = None) -> TagIndex:
-    """Tags of every source file; unchanged files (same mtime and size) come from the disk cache."""
+    """Tags of every source file. Unchanged files (same mtime and size) come from the
+    disk cache; an unchanged workspace comes back whole from one cache entry."""
     workspace = Path(workspace)
+    entries: list[tuple[str, int, int]] = []
+    for rel in files if files is not None else list_files(workspace):
+        try:
+            st = (workspace / rel).stat()
+        except OSError:
+            continue
+        if 0 < st.st_size <= MAX_FILE_BYTES:
+            entries.append((rel, st.st_mtime_ns, st.st_size))
+    fingerprint = hashlib.sha1(repr(entries).encode("utf-8", "surrogateescape")).hexdigest()
+    snapshot_key = f"snapshot\x00{os.path.abspath(workspace)}"
     cache = _open_cache(cache_dir)
-    index = TagIndex()
     try:
-        for rel in files if files is not None else list_files(workspace):
-            abs_path = workspace / rel
+        if cache is not None:
             try:
-                st = abs_path.stat()
-            except OSError:
-                continue
-            if st.st_size > MAX_FILE_BYTES or st.st_size == 0:
-                continue
-            key = f"{os.path.abspath(abs_path)}\x00{st.st_mtime_ns}\x00{st.st_size}"
-            tags = None
-            if cache is not None:
-                try:
-                    raw = cache.get(key)
-                    tags = _decode(raw) if raw is not None else None
-                except Exception:
-                    tags = None
-            if tags is None:
-                try:
-                    data = abs_path.read_bytes()
-                except OSError:
-                    continue
-                if b"\x00" in data[:8192]:
-                    continue
-                lang = language_for(rel)
-                tags = extract_tags(data.decode("utf-8", "replace"), lang) if lang else None
-                if tags is None:
-                    continue
-                if cache is not None:
-                    try:
-                        cache.set(key, _encode(tags))
-                    except Exception:
-                        pass
-            index.files[rel] = tags
-            for d in tags.defs:
-                if d.kind != "impl":
-                    index.defined_in[d.name].add(rel)
+                snap = cache.get(snapshot_key)
+                if snap is not None and snap[0] == fingerprint:
+                    return _index_from({rel: _decode(raw) for rel, raw in snap[1].items()})
+            except Exception:
+                pass
+        tagged: dict[str, FileTags] = {}
+        for rel, mtime_ns, size in entries:
+            tags = _file_tags(workspace, rel, f"{os.path.abspath(workspace / rel)}\x00{mtime_ns}\x00{size}", cache)
+            if tags is not None:
+                tagged[rel] = tags
+        if cache is not None:
+            try:
+                cache.set(snapshot_key, (fingerprint, {rel: _encode(t) for rel, t in tagged.items()}))
+            except Exception:
+                pass
+        return _index_from(tagged)
     finally:
         if cache is not None:
             cache.close()
+
+
+def _file_tags(workspace: Path, rel: str, key: str, cache) -> FileTags | None:
+    if cache is not None:
+        try:
+            raw = cache.get(key)
+            if raw is not None:
+                return _decode(raw)
+        except Exception:
+            pass
+    try:
+        data = (workspace / rel).read_bytes()
+    except OSError:
+        return None
+    if b"\x00" in data[:8192]:
+        return None
+    lang = language_for(rel)
+    tags = extract_tags(data.decode("utf-8", "replace"), lang) if lang else None
+    if tags is not None and cache is not None:
+        try:
+            cache.set(key, _encode(tags))
+        except Exception:
+            pass
+    return tags
+
+
+def _index_from(tagged: dict[str, FileTags]) -> TagIndex:
+    index = TagIndex(files=tagged)
+    for rel, tags in tagged.items():
+        for d in tags.defs:
+            if d.kind != "impl":
+                index.defined_in[d.name].add(rel)
     return index
 
 
 # --------------------------------------------------------------------------- ranking
 
 
-def _pagerank(graph: nx.DiGraph, personalization: dict[str, float], alpha: float = 0.85, iters: int = 100) -> dict[str, float]:
-    """Weighted, personalised PageRank by power iteration.
+def pagerank(
+    nodes: list[str], weights: dict[str, dict[str, float]], personalization: dict[str, float],
+    *, alpha: float = 0.85, max_iter: int = 50, tol: float = 1e-5,
+) -> dict[str, float]:
+    """Weighted, personalised PageRank by power iteration over `weights[u][v]`.
 
-    networkx.pagerank needs scipy; the graph has one node per file, so plain
-    Python iterations take milliseconds even for a large repository."""
-    nodes = list(graph.nodes)
+    networkx.pagerank needs scipy (and building a networkx graph of Django's
+    ~100k file-to-file edges alone takes a second); plain dicts are fast enough."""
     if not nodes:
         return {}
+    pos = {n: i for i, n in enumerate(nodes)}
     total = sum(personalization.get(n, 0.0) for n in nodes)
-    pers = {n: personalization.get(n, 0.0) / total for n in nodes} if total > 0 else {n: 1 / len(nodes) for n in nodes}
-    out_weight = {n: sum(d.get("weight", 1.0) for _, _, d in graph.out_edges(n, data=True)) for n in nodes}
-    rank = dict(pers)
-    for _ in range(iters):
-        dangling = sum(rank[n] for n in nodes if out_weight[n] == 0)
-        new = {n: (1 - alpha) * pers[n] + alpha * dangling * pers[n] for n in nodes}
-        for u, v, d in graph.edges(data=True):
-            new[v] += alpha * rank[u] * d.get("weight", 1.0) / out_weight[u]
-        delta = sum(abs(new[n] - rank[n]) for n in nodes)
+    pers = [personalization.get(n, 0.0) / total for n in nodes] if total > 0 else [1 / len(nodes)] * len(nodes)
+    rows: list[tuple[int, list[int], list[float]]] = []  # source, targets, transition probabilities
+    dangling_nodes = []
+    for u in nodes:
+        out = weights.get(u)
+        ow = sum(out.values()) if out else 0.0
+        if ow > 0:
+            rows.append((pos[u], [pos[v] for v in out], [w / ow for w in out.values()]))
+        else:
+            dangling_nodes.append(pos[u])
+    rank = list(pers)
+    for _ in range(max_iter):
+        dangling = alpha * sum(rank[i] for i in dangling_nodes)
+        new = [(1 - alpha + dangling) * p for p in pers]
+        for ui, vs, ps in rows:
+            r = alpha * rank[ui]
+            if r:
+                for vi, p in zip(vs, ps):
+                    new[vi] += r * p
+        delta = sum(abs(a - b) for a, b in zip(new, rank))
         rank = new
-        if delta < 1e-9 * len(nodes):
+        if delta < tol:
             break
-    return rank
+    return dict(zip(nodes, rank))
 
 
 def rank_definitions(
     index: TagIndex, *, focus_files: Iterable[str] = (), mentioned: Iterable[str] = ()
 ) -> list[tuple[str, Definition, float]]:
-    """(path, definition, score), best first."""
-    focus = [f for f in dict.fromkeys(focus_files)]
+    """(path, definition, score), best first.
+
+    Files are nodes; a file that references a name links to the files defining
+    it. The random walk restarts at the focus files (current file, traceback
+    frames), so what they use, and what that uses, ranks first."""
+    focus = [f for f in dict.fromkeys(focus_files) if f in index.files]
     mentioned_set = set(mentioned)
-    graph = nx.DiGraph()
-    graph.add_nodes_from(index.files)
     n_files = max(1, len(index.files))
-    edges: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)  # (referrer, definer) -> name -> weight
+    # Inverse document frequency: a name every file uses ("django", "value") says little.
+    referrers: Counter[str] = Counter()
+    for tags in index.files.values():
+        referrers.update(tags.refs.keys())
+    top_level = {d.name for tags in index.files.values() for d in tags.defs if d.depth == 0}
+    methods_only = index.defined_in.keys() - top_level
+    factor: dict[str, tuple[float, tuple[str, ...]]] = {}
+    for name, definers in index.defined_in.items():
+        df = referrers.get(name, 0)
+        # Dunders and names defined in dozens of files link everything to everything.
+        if not df or len(definers) > MAX_DEFINERS or (name.startswith("__") and name.endswith("__")):
+            continue
+        mult = 10.0 if name in mentioned_set else 1.0
+        if name.startswith("_"):
+            mult *= 0.1
+        if len(definers) > 5 or len(name) < 3:
+            mult *= 0.1
+        if name in methods_only:
+            mult *= 0.25  # reached through attributes (x.value): which class is meant is a guess
+        factor[name] = (mult * math.log((n_files + 1) / df) / len(definers), tuple(definers))
+    edges: dict[str, dict[str, dict[str, float]]] = {}  # referrer -> definer -> name -> weight
     for referrer, tags in index.files.items():
-        for name, count in tags.refs.items():
-            definers = index.defined_in.get(name)
-            if not definers:
-                continue
-            # Names defined everywhere (get, run, __init__) say little about which file matters.
-            mult = 1.0
-            if name in mentioned_set:
-                mult *= 10
-            if name.startswith("_"):
-                mult *= 0.1
-            if len(definers) > 5:
-                mult *= 0.1
-            if len(name) < 3:
-                mult *= 0.1
-            w = mult * math.sqrt(count) / len(definers)
+        for name in tags.refs.keys() & factor.keys():
+            f, definers = factor[name]
+            w = f * math.sqrt(tags.refs[name])
             for definer in definers:
-                if definer != referrer:
-                    edges[(referrer, definer)][name] = w
-    for (u, v), names in edges.items():
-        graph.add_edge(u, v, weight=sum(names.values()), names=names)
-    personalization = {f: 100.0 / len(focus) for f in focus if f in index.files}
-    for f in index.files:
-        personalization.setdefault(f, 1.0 / n_files)
-    rank = _pagerank(graph, personalization)
+                if definer != referrer and w > 0:
+                    edges.setdefault(referrer, {}).setdefault(definer, {})[name] = w
+    weights = {u: {v: sum(names.values()) for v, names in out.items()} for u, out in edges.items()}
+    rank = pagerank(list(index.files), weights, {f: 1.0 for f in focus})
     # A file's rank flows to the definitions its references point at.
     scores: dict[tuple[str, str], float] = defaultdict(float)
-    for u, v, d in graph.edges(data=True):
-        out_w = sum(dd["weight"] for _, _, dd in graph.out_edges(u, data=True))
-        for name, w in d["names"].items():
-            scores[(v, name)] += rank[u] * w / out_w
+    for u, out in edges.items():
+        total = sum(weights[u].values())
+        share = rank[u] / total if total else 0.0
+        if not share:
+            continue
+        for v, names in out.items():
+            for name, w in names.items():
+                scores[(v, name)] += share * w
     for name in mentioned_set:
         for f in index.defined_in.get(name, ()):
             scores[(f, name)] += 1.0  # named in the failure: always worth a line
     for f in focus:  # the focus files' own definitions, for orientation
-        for d in index.files.get(f, FileTags([], Counter())).defs:
-            scores[(f, d.name)] += rank.get(f, 0) * 0.01
-    ranked = []
-    for (f, name), s in scores.items():
         for d in index.files[f].defs:
-            if d.name == name and d.kind != "impl":
-                ranked.append((f, d, s))
+            scores[(f, d.name)] += rank.get(f, 0) * 0.01
+    by_name: dict[tuple[str, str], list[Definition]] = defaultdict(list)
+    for f in {f for f, _ in scores}:
+        for d in index.files[f].defs:
+            if d.kind != "impl":
+                by_name[(f, d.name)].append(d)
+    ranked = [(f, d, s) for (f, name), s in scores.items() for d in by_name.get((f, name), [])]
     ranked.sort(key=lambda t: (-t[2], t[0], t[1].line))
     return ranked
 
@@ -266,11 +309,16 @@ def rank_definitions(
 def render(index: TagIndex, chosen: list[tuple[str, Definition]]) -> str:
     """Signatures grouped by file (sorted, so equal selections render byte-identically)."""
     by_file: dict[str, set[Definition]] = defaultdict(set)
+    containers: dict[str, list[Definition]] = {}
     for f, d in chosen:
         by_file[f].add(d)
+        if d.depth == 0:
+            continue
         # Keep the class around a method: "def save(self)" alone does not say whose.
-        for c in index.files[f].defs:
-            if c.kind in CONTAINER_KINDS and c.depth < d.depth and c.line < d.line <= c.end_line:
+        if f not in containers:
+            containers[f] = [c for c in index.files[f].defs if c.kind in CONTAINER_KINDS]
+        for c in containers[f]:
+            if c.depth < d.depth and c.line < d.line <= c.end_line:
                 by_file[f].add(c)
     parts = []
     for f in sorted(by_file):
@@ -298,7 +346,15 @@ def repo_map(
     if not ranked:
         return ""
     # Binary search on how many definitions to show; tokens grow with the count.
-    lo, hi, best = 1, min(len(ranked), budget), ""
+    # Signatures average 3-4 characters per Qwen token, so past 10 characters per
+    # token of budget the map is surely over: no need to render more than that.
+    chars, hi = 0, 0
+    for _, d in ranked:
+        chars += len(d.signature) + 8
+        hi += 1
+        if chars > budget * 10:
+            break
+    lo, best = 1, ""
     while lo <= hi:
         mid = (lo + hi) // 2
         text = render(index, ranked[:mid])

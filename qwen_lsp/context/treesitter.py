@@ -134,6 +134,73 @@ IMPORT_TYPES: dict[str, list[str]] = {
     "kotlin": ["package_header", "import_header"],
 }
 
+# References worth ranking by: calls, types, base classes, imported names. Plain
+# identifiers (locals, parameters) would tie every file to every "value" or "data".
+_JS_REFS = [
+    "(call_expression function: (identifier) @ref)",
+    "(call_expression function: (member_expression property: (property_identifier) @ref))",
+    "(new_expression constructor: (identifier) @ref)",
+    "(import_specifier name: (identifier) @ref)",
+    "(class_heritage (identifier) @ref)",
+]
+REF_PATTERNS: dict[str, list[str]] = {
+    "python": [
+        "(call function: (identifier) @ref)",
+        "(call function: (attribute attribute: (identifier) @ref))",
+        "(import_from_statement name: (dotted_name (identifier) @ref .))",
+        "(import_from_statement name: (aliased_import name: (dotted_name (identifier) @ref .)))",
+        "(class_definition superclasses: (argument_list (identifier) @ref))",
+        "(class_definition superclasses: (argument_list (attribute attribute: (identifier) @ref)))",
+        "(type (identifier) @ref)",
+        "(decorator (identifier) @ref)",
+        "(except_clause (identifier) @ref)",
+    ],
+    "javascript": _JS_REFS,
+    "typescript": [*_JS_REFS, "(type_identifier) @ref"],
+    "tsx": [*_JS_REFS, "(type_identifier) @ref"],
+    "rust": [
+        "(call_expression function: (identifier) @ref)",
+        "(call_expression function: (scoped_identifier name: (identifier) @ref))",
+        "(call_expression function: (field_expression field: (field_identifier) @ref))",
+        "(macro_invocation macro: (identifier) @ref)",
+        "(type_identifier) @ref",
+    ],
+    "go": [
+        "(call_expression function: (identifier) @ref)",
+        "(call_expression function: (selector_expression field: (field_identifier) @ref))",
+        "(type_identifier) @ref",
+    ],
+    "java": [
+        "(method_invocation name: (identifier) @ref)",
+        "(type_identifier) @ref",
+    ],
+    "c": [
+        "(call_expression function: (identifier) @ref)",
+        "(call_expression function: (field_expression field: (field_identifier) @ref))",
+        "(type_identifier) @ref",
+    ],
+    "cpp": [
+        "(call_expression function: (identifier) @ref)",
+        "(call_expression function: (field_expression field: (field_identifier) @ref))",
+        "(call_expression function: (qualified_identifier name: (identifier) @ref))",
+        "(type_identifier) @ref",
+    ],
+    "ruby": [
+        "(call method: (identifier) @ref)",
+        "(constant) @ref",
+    ],
+    "lua": [
+        "(function_call name: (identifier) @ref)",
+        "(function_call name: (dot_index_expression field: (identifier) @ref))",
+        "(function_call name: (method_index_expression method: (identifier) @ref))",
+    ],
+    "kotlin": [
+        "(call_expression (simple_identifier) @ref)",
+        "(navigation_suffix (simple_identifier) @ref)",
+        "(user_type (type_identifier) @ref)",
+    ],
+}
+
 IDENT_TYPES = ["identifier", "type_identifier", "field_identifier", "property_identifier", "constant", "simple_identifier"]
 
 # A definition's signature ends where its body starts.
@@ -238,6 +305,12 @@ def _signature(node: Node, source: bytes) -> str:
         end = inner.start_byte if inner is not None else body.end_byte
     else:
         end = body.start_byte if body is not None else node.end_byte
+        # A comment between the header and the body ("def f():  # why") is not signature.
+        name_end = (node.child_by_field_name("name") or node).end_byte if node.child_by_field_name("name") else node.start_byte
+        for child in node.children:
+            if child.type == "comment" and name_end <= child.start_byte < end:
+                end = child.start_byte
+                break
     # Where the definition's statement starts (const/export/decorators are part of how it reads).
     start = node.start_byte
     parent = node.parent
@@ -332,3 +405,30 @@ def identifiers(tree: Tree, lang: str, start_line: int | None = None, end_line: 
         cursor.set_point_range((max(0, start_line - 1), 0), (end_line, 0))
     nodes = sorted(cursor.captures(tree.root_node).get("x", []), key=lambda n: n.start_byte)
     return [((n.text or b"").decode("utf-8", "replace"), n.start_point[0] + 1) for n in nodes]
+
+
+@lru_cache(maxsize=None)
+def _ref_query(lang: str) -> Query | None:
+    language = _language(lang)
+    ok = []
+    for pattern in REF_PATTERNS.get(lang, []):
+        try:
+            Query(language, pattern)
+            ok.append(pattern)
+        except Exception:
+            continue
+    try:
+        return Query(language, "\n".join(ok)) if ok else None
+    except Exception:
+        return None
+
+
+def references(tree: Tree, lang: str) -> list[str]:
+    """Names this file uses in a way that points at a definition (calls, types, imports).
+
+    Languages without reference patterns fall back to every identifier."""
+    query = _ref_query(lang)
+    if query is None:
+        return [name for name, _ in identifiers(tree, lang)]
+    nodes = QueryCursor(query).captures(tree.root_node).get("ref", [])
+    return [_name_text(n) for n in nodes]

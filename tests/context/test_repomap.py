@@ -34,14 +34,15 @@ def test_list_files_honours_gitignore_and_skips(project: Path) -> None:
     write(project, "build/out.py", "x = 1\n")
     write(project, "app/auto.gen.py", "x = 1\n")
     write(project, "app/keep.gen.py", "x = 1\n")
-    write(project, "vendor/.gitignore", "*.js\n")
-    write(project, "vendor/lib.js", "var a;\n")
-    write(project, "vendor/lib.py", "a = 1\n")
+    write(project, "ext/.gitignore", "*.js\n")
+    write(project, "ext/lib.js", "var a;\n")
+    write(project, "ext/lib.py", "a = 1\n")
+    write(project, "vendor/dep.py", "a = 1\n")
     write(project, "node_modules/pkg/index.js", "var a;\n")
     write(project, "docs/readme.md", "# docs\n")
     files = list_files(project)
     assert files == [
-        "app/billing.py", "app/keep.gen.py", "app/models.py", "app/util.py", "app/views.py", "vendor/lib.py", "web/main.ts",
+        "app/billing.py", "app/keep.gen.py", "app/models.py", "app/util.py", "app/views.py", "ext/lib.py", "web/main.ts",
     ]
 
 
