@@ -330,6 +330,29 @@ def _related(
     )
 
 
+def findings_to_diagnostics(
+    findings: Sequence[Any], rel: str, text: str, *, codec: PositionCodec = UTF16, source: str = protocol.REVIEW_SOURCE
+) -> list[types.Diagnostic]:
+    """Review findings (review.Finding) on file `rel` as diagnostics over their lines. A review is
+    an opinion, not a compiler: "error" findings are shown as warnings."""
+    lines = split_lines(text)
+    out = []
+    for f in findings:
+        if f.path != rel or not lines:
+            continue
+        first = min(max(f.line, 1), len(lines)) - 1
+        last = min(max(f.end_line or f.line, f.line), len(lines)) - 1
+        start, _ = line_range(lines[first], None, codec)
+        _, end = line_range(lines[last], None, codec)
+        message = f.message + (f"\nSuggestion: {f.suggestion}" if f.suggestion else "")
+        severity = types.DiagnosticSeverity.Information if f.severity == "info" else types.DiagnosticSeverity.Warning
+        out.append(types.Diagnostic(
+            range=types.Range(types.Position(first, start), types.Position(last, end)),
+            message=message, severity=severity, source=source, code=f.category or None,
+        ))
+    return out
+
+
 def adjust_for_change(
     diagnostics: Sequence[types.Diagnostic], change: types.TextDocumentContentChangeEvent
 ) -> list[types.Diagnostic]:

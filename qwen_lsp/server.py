@@ -19,7 +19,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -29,12 +29,13 @@ from pygls.uris import from_fs_path, to_fs_path
 
 from . import __version__, lsp_convert, protocol
 from .apply import check_fresh
-from .client import ModelServerError
 from .context.frames import parse_output
-from .engine import Engine
 from .models import FixResult, ShellSuggestion, Task, TaskKind
 from .settings import Settings, load_settings
 from .sidechannel import Listener, socket_path
+
+if TYPE_CHECKING:  # the engine (openai, tree-sitter) loads on the engine thread, not before `initialize`
+    from .engine import Engine
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -43,6 +44,10 @@ MAX_SUGGESTION_KEYS = 256
 
 
 # --------------------------------------------------------------------------- engine thread
+
+
+class ModelUnavailable(Exception):
+    """The engine's ModelServerError, carried over from the engine thread; the message says what to do."""
 
 
 class EngineThread:
@@ -57,6 +62,8 @@ class EngineThread:
     def engine(self, root: Path, settings: Settings) -> Engine:
         """The Engine for `root` (engine thread only): kept while its settings stay the same,
         so the model client's connections and the tool-support probe are reused."""
+        from .engine import Engine
+
         current = self._engines.get(root)
         if current is None or current[0] != settings:
             current = (settings, Engine(settings))
@@ -100,7 +107,15 @@ class EngineThread:
                 await asyncio.wait_for(outcome, CANCEL_GRACE_SECONDS)
             raise
 
-    def stop(self) -> None:
+    def preload(self) -> None:
+        """Import the engine's heavy dependencies in the background, before the first request needs them."""
+
+        def load() -> None:
+            from . import engine  # noqa: F401
+
+        self.loop.call_soon_threadsafe(load)
+
+    def stop(self, wait: bool = True) -> None:
         """Cancel what still runs (closing model streams), then end the thread."""
 
         async def drain() -> None:
@@ -113,7 +128,8 @@ class EngineThread:
 
         with contextlib.suppress(RuntimeError):
             asyncio.run_coroutine_threadsafe(drain(), self.loop)
-        self._thread.join(timeout=3)
+        if wait:
+            self._thread.join(timeout=3)
 
 
 # --------------------------------------------------------------------------- state
@@ -183,6 +199,7 @@ class QwenLanguageServer(LanguageServer):
         self.review_diagnostics: dict[str, list[types.Diagnostic]] = {}  # by file system path
         self.suggestions: dict[tuple[str, int, str], list[ShellSuggestion]] = {}
         self.inflight: dict[MsgId, asyncio.Task[Any]] = {}
+        self.pending_reviews: dict[str, asyncio.Task[Any]] = {}  # review-on-save, by file system path
         self.listeners: dict[Path, Listener] = {}
         self.busy = 0
         self.error_shown = False  # a model-server failure is shown once, until a run succeeds again
@@ -265,7 +282,7 @@ class QwenLanguageServer(LanguageServer):
     def status(self, state: protocol.StatusState, message: str = "") -> None:
         self.protocol.notify(protocol.STATUS, protocol.Status(state=state, message=message).dump())
 
-    def model_error(self, exc: ModelServerError) -> None:
+    def model_error(self, exc: ModelUnavailable) -> None:
         """Tell the user once (with the fix the error carries); the status bar always."""
         self.status("error", str(exc))
         if not self.error_shown:
@@ -328,11 +345,14 @@ class QwenLanguageServer(LanguageServer):
 
     # -- running the engine ------------------------------------------------------------------------
 
-    async def run_engine(self, task: Task, root: Path, title: str) -> EngineOutcome:
-        """Run one fix on the engine thread; raises ModelServerError (already reported)."""
+    def engine_thread(self) -> EngineThread:
         if self.worker is None:
             self.worker = EngineThread()
-        worker = self.worker
+        return self.worker
+
+    async def run_engine(self, task: Task, root: Path, title: str) -> EngineOutcome:
+        """Run one fix on the engine thread; raises ModelUnavailable (already reported)."""
+        worker = self.engine_thread()
         settings = self.settings_for(root)
         snapshot = self.snapshot(root)
         versions: dict[str, int | None] = {}
@@ -347,12 +367,17 @@ class QwenLanguageServer(LanguageServer):
         async with self.progress(title) as report:
 
             async def fix() -> FixResult:
+                from .client import ModelServerError
+
                 engine = worker.engine(root, settings)
-                return await engine.fix(task, root, read_buffer=read_buffer, progress=report)
+                try:
+                    return await engine.fix(task, root, read_buffer=read_buffer, progress=report)
+                except ModelServerError as exc:
+                    raise ModelUnavailable(str(exc)) from exc
 
             try:
                 result = await worker.run(fix())
-            except ModelServerError as exc:
+            except ModelUnavailable as exc:
                 self.model_error(exc)
                 raise
         self.error_shown = False
@@ -498,7 +523,7 @@ class QwenLanguageServer(LanguageServer):
         task = self.task_for(diagnostic, root, rel)
         try:
             outcome = await self.run_engine(task, root, f"Qwen: fixing {lsp_convert.short_problem(diagnostic.message)}")
-        except ModelServerError as exc:
+        except ModelUnavailable as exc:
             action.disabled = types.CodeActionDisabled(reason=f"model server error: {exc}")
             return action
         result = outcome.result
@@ -551,7 +576,7 @@ class QwenLanguageServer(LanguageServer):
         task = Task(kind=TaskKind.instruction, description=args.instruction, path=rel, start_line=start, end_line=end)
         try:
             outcome = await self.run_engine(task, root, "Qwen: " + lsp_convert.short_problem(args.instruction))
-        except ModelServerError as exc:
+        except ModelUnavailable as exc:
             return protocol.ApplyOutcome(applied=False, summary=str(exc))
         title = f"Qwen: {lsp_convert.short_problem(args.instruction)} ({lsp_convert.validation_summary(outcome.result.validation)})"
         return await self.apply(root, outcome, title)
@@ -570,7 +595,7 @@ class QwenLanguageServer(LanguageServer):
             outcome = await self.run_engine(
                 self.task_for(diagnostic, root, rel), root, f"Qwen: fixing {lsp_convert.short_problem(diagnostic.message)}"
             )
-        except ModelServerError as exc:
+        except ModelUnavailable as exc:
             return protocol.ApplyOutcome(applied=False, summary=str(exc))
         if outcome.result.suggestions:
             self.remember_suggestions(str(path), diagnostic, outcome.result.suggestions)
@@ -583,11 +608,83 @@ class QwenLanguageServer(LanguageServer):
                     start_line=start, end_line=end)
         try:
             outcome = await self.run_engine(task, root, f"Qwen: explaining {rel}:{start}")
-        except ModelServerError as exc:
+        except ModelUnavailable as exc:
             return protocol.ExplainOutcome(markdown=f"Qwen could not answer: {exc}")
         markdown = outcome.result.summary.strip() or "(no answer)"
         self.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=markdown))
         return protocol.ExplainOutcome(markdown=markdown)
+
+    # -- review ----------------------------------------------------------------------------------------
+
+    async def review_file(self, path: Path, *, whole_file: bool) -> int | None:
+        """Review the buffer of `path` (the whole file, or what changed since git HEAD) and
+        publish the findings; None when no review happened (the model server was unavailable)."""
+        root = self.root_for(path)
+        rel = path.relative_to(root).as_posix() if root in path.parents else path.name
+        doc = self.open_document(path)
+        text = doc.source if doc is not None else _read_disk(path)
+        version = doc.version if doc is not None else None
+        if text is None:
+            return 0
+        worker = self.engine_thread()
+        settings = self.settings_for(root)
+
+        async def review() -> Any:
+            from .edits import unified_diff
+            from .review import review_diff
+
+            engine = worker.engine(root, settings)
+            base = "" if whole_file else await _git_head_text(root, rel)
+            diff = unified_diff(rel, base, text)
+            if not diff:
+                return None
+            return await review_diff(diff, root, settings, engine.client, think=False, cache=engine.cache,
+                                     read_file=lambda r: text if r == rel else None)
+
+        async with self.progress(f"Qwen: reviewing {rel}"):
+            result = await worker.run(review())
+        if result is None:  # nothing changed since HEAD: nothing to review, old findings no longer apply
+            findings: list[Any] = []
+        elif result.error is not None or not result.available:
+            self.model_error(ModelUnavailable(result.error or "review unavailable"))
+            return None
+        else:
+            findings = result.findings
+        now = self.open_document(path)
+        if now is not None and version is not None and now.version != version:
+            return None  # edited while reviewing: the lines moved; the next save reviews again
+        self.error_shown = False
+        self.review_diagnostics[str(path)] = lsp_convert.findings_to_diagnostics(
+            findings, rel, text, codec=self.workspace.position_codec
+        )
+        self.publish(str(path))
+        return len(findings)
+
+    def did_save(self, params: types.DidSaveTextDocumentParams) -> None:
+        """Review-on-save (opt-in): debounced, and a newer save replaces a pending or running review."""
+        path = Path(to_fs_path(params.text_document.uri) or params.text_document.uri)
+        settings = self.settings_for(self.root_for(path))
+        if not settings.review_on_save:
+            return
+        key = str(path)
+        if (previous := self.pending_reviews.pop(key, None)) is not None:
+            previous.cancel()
+
+        async def later() -> None:
+            try:
+                await asyncio.sleep(settings.review_debounce_seconds)
+                await self.review_file(path, whole_file=False)
+            finally:
+                if self.pending_reviews.get(key) is task:
+                    del self.pending_reviews[key]
+
+        task = asyncio.ensure_future(later())
+        task.add_done_callback(_log_failure)
+        self.pending_reviews[key] = task
+
+    async def cmd_review(self, args: protocol.ReviewArgs) -> protocol.ReviewOutcome:
+        count = await self.review_file(Path(to_fs_path(args.uri) or args.uri), whole_file=True)
+        return protocol.ReviewOutcome(findings=count or 0)
 
     # -- side channel and lifecycle ----------------------------------------------------------------
 
@@ -616,10 +713,10 @@ class QwenLanguageServer(LanguageServer):
         for listener in self.listeners.values():
             listener.close()
         self.listeners.clear()
-        for task in list(self.inflight.values()):
+        for task in [*self.inflight.values(), *self.pending_reviews.values()]:
             task.cancel()
         if self.worker is not None:
-            self.worker.stop()
+            self.worker.stop(wait=self.busy > 0)  # only model streams need closing before we exit
             self.worker = None
 
 
@@ -638,9 +735,22 @@ def _read_disk(path: Path) -> str | None:
         return None
 
 
+async def _git_head_text(root: Path, rel: str) -> str:
+    """The file as committed at HEAD; "" when untracked or outside git (then all of it is new)."""
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            "git", "show", f"HEAD:./{rel}", cwd=root,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+        )
+        out, _ = await proc.communicate()
+    except OSError:
+        return ""
+    return out.decode("utf-8", "surrogateescape") if proc.returncode == 0 else ""
+
+
 def _log_failure(task: asyncio.Future[Any]) -> None:
     if not task.cancelled() and (exc := task.exception()) is not None:
-        log.error("side-channel notification failed", exc_info=exc)
+        log.error("background task failed", exc_info=exc)
 
 
 # --------------------------------------------------------------------------- handlers
@@ -657,6 +767,7 @@ def create_server() -> QwenLanguageServer:
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: QwenLanguageServer, params: types.InitializedParams) -> None:
+        ls.engine_thread().preload()
         await ls.refresh_configuration()
         await ls.start_listeners()
         ls.status("idle", "ready")
@@ -678,6 +789,10 @@ def create_server() -> QwenLanguageServer:
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: QwenLanguageServer, params: types.DidChangeTextDocumentParams) -> None:
         ls.did_change(params)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
+    def did_save(ls: QwenLanguageServer, params: types.DidSaveTextDocumentParams) -> None:
+        ls.did_save(params)
 
     @server.feature(protocol.TERMINAL_OUTPUT)
     async def terminal_output(ls: QwenLanguageServer, params: Any) -> None:
@@ -714,6 +829,11 @@ def create_server() -> QwenLanguageServer:
     async def explain(ls: QwenLanguageServer, *args: Any) -> dict[str, Any]:
         with ls.tracked():
             return (await ls.cmd_explain(protocol.Selection.model_validate(_first(args)))).dump()
+
+    @server.command(protocol.SERVER_REVIEW)
+    async def review(ls: QwenLanguageServer, *args: Any) -> dict[str, Any]:
+        with ls.tracked():
+            return (await ls.cmd_review(protocol.ReviewArgs.model_validate(_first(args)))).dump()
 
     @server.feature(types.SHUTDOWN)
     def shutdown(ls: QwenLanguageServer, params: Any) -> None:

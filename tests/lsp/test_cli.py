@@ -1,0 +1,69 @@
+"""`qwen-lsp` command line: --version, and --tcp for debugging."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+
+from qwen_lsp import __version__
+from qwen_lsp.cli import build_parser
+
+SERVER = [sys.executable, "-m", "qwen_lsp.cli"]
+
+
+def test_version():
+    out = subprocess.run([*SERVER, "--version"], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == f"qwen-lsp {__version__}"
+
+
+def test_no_arguments_means_stdio():
+    args = build_parser().parse_args([])
+    assert args.tcp is False and args.handler.__name__ == "serve"
+
+
+def rpc(sock: socket.socket, message: dict) -> None:
+    body = json.dumps(message).encode()
+    sock.sendall(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
+
+def read_message(stream) -> dict:
+    length = 0
+    while (line := stream.readline()) not in (b"\r\n", b""):
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":")[1])
+    return json.loads(stream.read(length))
+
+
+def test_tcp_serves_lsp_on_localhost(tmp_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([*SERVER, "--tcp", "--port", str(port)], stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+                break
+            except OSError:
+                assert time.monotonic() < deadline and proc.poll() is None
+                time.sleep(0.1)
+        with sock, sock.makefile("rb") as stream:
+            rpc(sock, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "processId": None, "rootUri": tmp_path.as_uri(), "capabilities": {},
+                "initializationOptions": {"cacheDir": str(tmp_path / "c")}}})
+            reply = read_message(stream)
+            caps = reply["result"]["capabilities"]
+            assert reply["result"]["serverInfo"] == {"name": "qwen-lsp", "version": __version__}
+            assert caps["codeActionProvider"]["resolveProvider"] is True
+            assert caps["textDocumentSync"]["change"] == 2  # incremental
+            assert set(caps["executeCommandProvider"]["commands"]) == {
+                "qwen.server.ask", "qwen.server.explain", "qwen.server.fix", "qwen.server.review"}
+            rpc(sock, {"jsonrpc": "2.0", "id": 2, "method": "shutdown"})
+            assert read_message(stream)["id"] == 2
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

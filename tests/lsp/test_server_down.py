@@ -1,0 +1,41 @@
+"""Model server down: the user is told once (with the fix), the status bar says error, the server keeps answering."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lsprotocol import types
+
+from tests.lsp.conftest import code_actions, open_doc, wait_until
+
+
+@pytest.fixture
+def server_options(cache_dir: Path) -> dict[str, Any]:
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return {"baseUrl": f"http://127.0.0.1:{port}/v1", "cacheDir": str(cache_dir), "maxRetries": 0}
+
+
+def diagnostic() -> types.Diagnostic:
+    return types.Diagnostic(range=types.Range(types.Position(1, 4), types.Position(1, 17)), message="wrong operator")
+
+
+async def test_model_server_down_shows_the_fix_once_and_the_server_keeps_answering(lsp, project):
+    uri = open_doc(lsp, project, "calc.py")
+    (fix, *_) = await code_actions(lsp, uri, [diagnostic()])
+
+    resolved = await lsp.code_action_resolve_async(fix)
+    assert resolved.edit is None and "Cannot reach the model server" in resolved.disabled.reason
+    (shown,) = lsp.messages
+    assert shown.type == types.MessageType.Error and "vllm serve Qwen/Qwen3.6-27B" in shown.message
+    assert lsp.statuses[-1]["state"] == "error" and "vllm serve" in lsp.statuses[-1]["message"]
+
+    # Still answering, and the second failure is not shown again.
+    (again, *_) = await code_actions(lsp, uri, [diagnostic()])
+    await lsp.code_action_resolve_async(again)
+    assert len(lsp.messages) == 1
+    await wait_until(lambda: lsp.statuses[-1]["state"] == "error")
