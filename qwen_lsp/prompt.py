@@ -69,7 +69,8 @@ def assemble(
     if task.terminal_output:
         cwd = workspace / task.cwd if task.cwd else workspace
         try:
-            frames = parse_output(task.terminal_output, cwd=cwd, workspace=workspace)
+            # Parsing is linear but not free: a huge log is first cut around its failure.
+            frames = parse_output(truncate_output(task.terminal_output, max_lines=5000), cwd=cwd, workspace=workspace)
         except Exception:
             frames = []
         primary = primary_frame(frames)

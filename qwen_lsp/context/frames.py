@@ -59,8 +59,33 @@ _FAILURE_RE = re.compile(
     r"Traceback \(most recent call last\)|^\S.*?error(\[\w+\])?:|\berror TS\d+|panicked at|^panic: |"
     r"Exception in thread|^E\s{2,}|^FAILED |^_{3,} .+ _{3,}$|: command not found|No such file or directory|"
     r"^\s+at .+:\d+",
-    re.IGNORECASE,
+    re.IGNORECASE | re.MULTILINE,
 )
+
+
+_FAILURE_WORDS = ("traceback", "error", "panic", "exception", "failed", "not found", "no such file", "\ne ", "    at ", "\tat ", "___")
+
+
+def _first_failure(text: str) -> int | None:
+    """Offset of the first line that looks like a failure.
+
+    Outputs can be hundreds of thousands of lines: substring search (C speed)
+    finds candidates, the regex only confirms their lines."""
+    low = text.lower()
+    best: int | None = None
+    for word in _FAILURE_WORDS:
+        pos = low.find(word)
+        tries = 0
+        while pos != -1 and (best is None or pos < best) and tries < 2000:  # a word on every line is noise
+            tries += 1
+            start = low.rfind("\n", 0, pos + (1 if word.startswith("\n") else 0)) + 1
+            end = low.find("\n", pos + 1)
+            end = len(low) if end == -1 else end
+            if _FAILURE_RE.search(text[start:end]):
+                best = start
+                break
+            pos = low.find(word, end)
+    return best
 
 
 def truncate_output(text: str, max_lines: int = 200, *, max_line_chars: int = 1000) -> str:
@@ -76,7 +101,9 @@ def truncate_output(text: str, max_lines: int = 200, *, max_line_chars: int = 10
     tail = max(1, max_lines * 2 // 5)
     window = max(0, max_lines - head - tail)
     keep: set[int] = set(range(head)) | set(range(len(lines) - tail, len(lines)))
-    anchor = next((i for i, ln in enumerate(lines) if i >= head and _FAILURE_RE.search(ln)), None)
+    middle = "\n".join(lines[head : len(lines) - tail])
+    first = _first_failure(middle)
+    anchor = head + middle.count("\n", 0, first) if first is not None else None
     if anchor is not None and anchor < len(lines) - tail and window:
         start = max(head, anchor - window // 4)
         keep |= set(range(start, min(len(lines), start + window)))
@@ -240,6 +267,7 @@ _PYTEST_SEP = re.compile(r"^(?:_ ){3,}_?\s*$")
 _PYTEST_CAPTURED = re.compile(r"^-{3,} (Captured|generated) .* -{3,}$")
 _PYTEST_LOC = re.compile(rf"^(?P<path>{_PATH}):(?P<line>\d+):(?: (?P<rest>.*))?$")
 _PYTEST_DEF = re.compile(r"^\s*(?:async\s+)?def (\w+)\(")
+_PY_EXC_LINE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Iteration)\b")
 
 
 def _parse_pytest(lines: list[str], taken: set[int]) -> list[_Trace]:
@@ -256,7 +284,9 @@ def _parse_pytest(lines: list[str], taken: set[int]) -> list[_Trace]:
             return
         message = ""
         if e_blocks:
-            first = e_blocks[-1][0]
+            block = e_blocks[-1]
+            exc_lines = [t for t in block if _PY_EXC_LINE.match(t)]
+            first = exc_lines[-1] if exc_lines and not block[0].startswith("assert") else block[0]
             message = first
             if exc_name and not first.startswith(exc_name) and not re.match(r"^[\w.]+(Error|Exception|Exit)\b", first):
                 message = f"{exc_name}: {first}"
@@ -296,6 +326,12 @@ def _parse_pytest(lines: list[str], taken: set[int]) -> list[_Trace]:
             continue
         if ln.startswith("E ") or ln == "E":
             text = ln[1:].strip()
+            if f := _PY_FILE.match(ln[1:]):  # a SyntaxError while importing: its location is inside the E block
+                trace.frames.append(_Raw(at=i, path=f["path"], line=int(f["line"]), function=f["func"]))
+            elif _MARKERS.match(ln[1:]) and ln[1:].strip() and i >= 2 and _PY_FILE.match(lines[i - 2][1:]):
+                raw, code, marker = trace.frames[-1], lines[i - 1][1:], ln[1:]
+                indent = len(code) - len(code.lstrip())
+                raw.snippet, raw.snippet_col = code, max(0, len(marker) - len(marker.lstrip()) - indent)
             if i > 0 and (lines[i - 1].startswith("E ") or lines[i - 1] == "E") and e_blocks:
                 e_blocks[-1].append(text)
             elif text:

@@ -35,6 +35,8 @@ PRIMARY = {
     "python_library": ("settings.py", 10, 12, "ValidationError: 1 validation error for Server"),
     "pytest_long": ("calc.py", 6, None, "ZeroDivisionError: division by zero"),
     "pytest_short": ("tests/test_calc.py", 5, None, "assert 3 == 4"),
+    "pytest_collect_syntax": ("helpers.py", 2, 15, "SyntaxError: '(' was never closed"),
+    "pytest_collect_import": ("api/client.py", 1, None, "ModuleNotFoundError: No module named 'api.transport'"),
     "mypy": ("typed.py", 6, 12, 'error: Incompatible return value type (got "int", expected "str")'),
     "ruff": ("lint_me.py", 5, 12, "F821 Undefined name `undefined_name`"),
     "ruff_concise": ("lint_me.py", 5, 12, "F821 Undefined name `undefined_name`"),

@@ -120,6 +120,23 @@ CASES: dict[str, dict] = {
         "cmd": [str(VENV_PY), "-m", "pytest", "-p", "no:cacheprovider", "-q", "--tb=short", "--rootdir", "."],
         "env": {"PYTHONPATH": "."},
     },
+    "pytest_collect_syntax": {
+        "files": {
+            "tests/test_parse.py": "from helpers import parse\n\n\ndef test_parse():\n    assert parse(\"1\") == 1\n",
+            "helpers.py": "def parse(text):\n    return int(text\n",
+        },
+        "cmd": [str(VENV_PY), "-m", "pytest", "-p", "no:cacheprovider", "-q", "--rootdir", "."],
+        "env": {"PYTHONPATH": "."},
+    },
+    "pytest_collect_import": {
+        "files": {
+            "tests/test_api.py": "from api.client import Client\n\n\ndef test_client():\n    assert Client()\n",
+            "api/__init__.py": "",
+            "api/client.py": "from api.transport import Transport\n\n\nclass Client:\n    pass\n",
+        },
+        "cmd": [str(VENV_PY), "-m", "pytest", "-p", "no:cacheprovider", "-q", "--rootdir", "."],
+        "env": {"PYTHONPATH": "."},
+    },
     # ---------------------------------------------------------------- Python linters
     "mypy": {
         "files": {
