@@ -59,9 +59,17 @@ def assemble(
     tools: list[dict],
     read_file: Callable[[str], str | None] | None = None,
     cache_dir: Path | None = None,
+    max_model_len: int | None = None,
 ) -> Prompt:
+    """The chat messages for `task`: system, then one user message with the repo map,
+    git context, files and the task, in that order, within the settings' budgets.
+
+    `max_model_len` (the server's context length, if known) caps the total input
+    budget; leave room for the completion by passing max_model_len - max_tokens."""
     workspace = Path(workspace)
     budgets = settings.budgets
+    if max_model_len is not None and max_model_len < budgets.total_input:
+        budgets = budgets.model_copy(update={"total_input": max(0, max_model_len)})
 
     # --- where the task points: the task's own location, then the traceback's frames
     frames: list[Frame] = []

@@ -158,3 +158,10 @@ def test_unknown_language_falls_back_to_window(ws: Path, tmp_path: Path) -> None
     files = user_text(prompt).split(HEADINGS["files"])[1]
     assert "key2500 = 2500" in files and "key10 = 10\n" not in files
     assert count_tokens(files) < 2100
+
+
+def test_max_model_len_caps_the_total(ws: Path, tmp_path: Path) -> None:
+    (ws / "big.py").write_text("\n".join(f"def f{i}(x):\n    return x + {i}\n" for i in range(3000)))
+    task = Task(kind=TaskKind.instruction, description="tidy", path="big.py", start_line=10)
+    prompt = assemble(task, ws, settings(), system=SYSTEM, tools=TOOLS, cache_dir=tmp_path / "c", max_model_len=3000)
+    assert prompt.section_tokens["total"] <= 3000

@@ -113,3 +113,13 @@ def test_unwritable_cache_dir_still_works(project: Path, tmp_path: Path) -> None
     blocker = tmp_path / "file"
     blocker.write_text("not a dir")
     assert "app/models.py" in build_index(project, cache_dir=blocker / "sub").files
+
+
+def test_pagerank_restarts_at_the_focus() -> None:
+    nodes = ["a", "b", "c", "d"]
+    weights = {"a": {"b": 1.0}, "b": {"c": 1.0}, "d": {"a": 1.0}}
+    rank = repomap.pagerank(nodes, weights, {"a": 1.0})
+    assert rank["a"] > rank["b"] > rank["c"] > rank["d"] == 0
+    assert abs(sum(rank.values()) - 1) < 1e-6
+    uniform = repomap.pagerank(nodes, {}, {})
+    assert all(abs(v - 0.25) < 1e-9 for v in uniform.values())
