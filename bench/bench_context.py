@@ -21,10 +21,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from qwen_lsp.context.repomap import build_index, list_files, repo_map  # noqa: E402
-from qwen_lsp.models import Task, TaskKind  # noqa: E402
-from qwen_lsp.prompt import assemble  # noqa: E402
-from qwen_lsp.settings import Settings  # noqa: E402
+from qwen_lsp.context.repomap import build_index, list_files, repo_map
+from qwen_lsp.models import Task, TaskKind
+from qwen_lsp.prompt import assemble
+from qwen_lsp.settings import Settings
+from qwen_lsp.tokens import count_tokens
 
 DJANGO = "django==5.1.4"
 SYSTEM = "You are a coding agent working in the user's repository. Make the smallest correct fix."
@@ -105,13 +106,13 @@ def main() -> None:
         text = repo_map(root, budget.repo_map, focus_files=["django/db/models/query.py"], index=index)
         t_rank = time.perf_counter() - t
         n_defs = sum(len(v.defs) for v in index.files.values())
-        lines = sum(1 for f in files for _ in open(root / f, "rb"))
+        lines = sum((root / f).read_bytes().count(b"\n") for f in files)
 
         print(f"tree: {root}  ({len(files)} source files, {lines:,} lines, {n_defs:,} definitions)")
         print(f"list files (.gitignore aware):   {t_list * 1000:8.0f} ms")
         print(f"repo-map tags, cold cache:       {t_cold:8.2f} s")
         print(f"repo-map tags, warm cache:       {statistics.median(warm_times):8.2f} s  (median of 3, includes listing)")
-        print(f"rank + render map ({budget.repo_map} tok):    {t_rank:8.2f} s")
+        print(f"rank + render map:               {t_rank:8.2f} s  ({count_tokens(text)}/{budget.repo_map} tokens)")
         print()
         print(f"{'request':<12} {'ms/assemble':>12} {'total tok':>10} {'budget':>7}  sections (tokens)")
         for task in requests(root, index):

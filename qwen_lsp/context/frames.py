@@ -371,7 +371,8 @@ def _parse_arrow(lines: list[str], taken: set[int]) -> list[_Trace]:
             (k for k in range(i - 1, max(-1, i - 4), -1) if lines[k].strip() and not lines[k].lstrip().startswith("|")),
             None,
         )
-        message, severity = "error", "error"
+        message = "error"
+        severity: Severity = "error"
         if header_at is not None:
             header = lines[header_at].strip()
             if h := _RUST_HEADER.match(header):
@@ -434,8 +435,8 @@ def _parse_rust_panic(lines: list[str], taken: set[int]) -> list[_Trace]:
                     frames.append(
                         _Raw(at=k, path=a["path"], line=int(a["line"]), column=int(a["col"]) if a["col"] else None, function=func)
                     )
-                elif f := _RUST_BT_FN.match(lines[k]):
-                    func = re.sub(r"::h[0-9a-f]{16}$", "", f["func"])
+                elif fn := _RUST_BT_FN.match(lines[k]):
+                    func = re.sub(r"::h[0-9a-f]{16}$", "", fn["func"])
                 elif not lines[k].startswith("note: Some details"):
                     break
                 taken.add(k)

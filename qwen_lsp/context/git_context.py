@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -118,7 +118,7 @@ def _blame(repo: git.Repo, relpath: str, lines: list[int], has_head: bool) -> li
                 uncommitted = set(sha) == {"0"}
                 date = ""
                 if info.get("author-time"):
-                    date = datetime.fromtimestamp(int(info["author-time"]), tz=timezone.utc).strftime("%Y-%m-%d")
+                    date = datetime.fromtimestamp(int(info["author-time"]), tz=UTC).strftime("%Y-%m-%d")
                 out.append(
                     BlameLine(
                         line=final, commit="uncommitted" if uncommitted else sha[:8], author=info.get("author", ""),

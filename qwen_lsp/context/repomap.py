@@ -79,7 +79,9 @@ def list_files(workspace: Path, *, max_files: int = MAX_FILES) -> list[str]:
                 specs.append((rel_dir, pathspec.GitIgnoreSpec.from_lines(lines)))
             except (OSError, ValueError):
                 pass
-        join = (lambda n: f"{rel_dir}/{n}") if rel_dir else (lambda n: n)
+        def join(name: str, prefix: str = rel_dir) -> str:
+            return f"{prefix}/{name}" if prefix else name
+
         dirnames[:] = sorted(d for d in dirnames if d not in ALWAYS_SKIP and not ignored(join(d), True))
         for name in sorted(filenames):
             if language_for(name) is None:
@@ -214,8 +216,8 @@ def pagerank(
     rows: list[tuple[int, list[int], list[float]]] = []  # source, targets, transition probabilities
     dangling_nodes = []
     for u in nodes:
-        out = weights.get(u)
-        ow = sum(out.values()) if out else 0.0
+        out = weights.get(u) or {}
+        ow = sum(out.values())
         if ow > 0:
             rows.append((pos[u], [pos[v] for v in out], [w / ow for w in out.values()]))
         else:
@@ -270,9 +272,9 @@ def rank_definitions(
     edges: dict[str, dict[str, dict[str, float]]] = {}  # referrer -> definer -> name -> weight
     for referrer, tags in index.files.items():
         for name in tags.refs.keys() & factor.keys():
-            f, definers = factor[name]
-            w = f * math.sqrt(tags.refs[name])
-            for definer in definers:
+            base, targets = factor[name]
+            w = base * math.sqrt(tags.refs[name])
+            for definer in targets:
                 if definer != referrer and w > 0:
                     edges.setdefault(referrer, {}).setdefault(definer, {})[name] = w
     weights = {u: {v: sum(names.values()) for v, names in out.items()} for u, out in edges.items()}

@@ -7,7 +7,7 @@ so a pattern that a grammar version does not know costs that pattern only."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -228,14 +228,14 @@ def language_for(path: str) -> str | None:
     return EXTENSIONS.get(p.suffix.lower())
 
 
-@lru_cache(maxsize=None)
+@cache
 def _language(lang: str) -> Any:
     from tree_sitter_language_pack import get_language
 
     return get_language(lang)  # type: ignore[arg-type]
 
 
-@lru_cache(maxsize=None)
+@cache
 def parser_for(lang: str) -> Parser | None:
     try:
         from tree_sitter_language_pack import get_parser
@@ -251,7 +251,7 @@ def _patterns_for(lang: str) -> list[str]:
     return DEF_PATTERNS.get(lang, [])
 
 
-@lru_cache(maxsize=None)
+@cache
 def _def_queries(lang: str) -> tuple[Query, ...]:
     out = []
     for pattern in _patterns_for(lang):
@@ -262,7 +262,7 @@ def _def_queries(lang: str) -> tuple[Query, ...]:
     return tuple(out)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _kinds_query(lang: str, kinds: tuple[str, ...]) -> Query | None:
     try:
         language = _language(lang)
@@ -407,7 +407,7 @@ def identifiers(tree: Tree, lang: str, start_line: int | None = None, end_line: 
     return [((n.text or b"").decode("utf-8", "replace"), n.start_point[0] + 1) for n in nodes]
 
 
-@lru_cache(maxsize=None)
+@cache
 def _ref_query(lang: str) -> Query | None:
     language = _language(lang)
     ok = []

@@ -349,7 +349,7 @@ def run_case(name: str, case: dict) -> None:
         env = {**os.environ, **case.get("env", {}), "LANG": "C.UTF-8"}
         env.pop("PYTHONPATH", None) if "PYTHONPATH" not in case.get("env", {}) else None
         try:
-            proc = subprocess.run(case["cmd"], cwd=work / case.get("cwd", "."), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
+            proc = subprocess.run(case["cmd"], check=False, cwd=work / case.get("cwd", "."), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
         except FileNotFoundError as exc:
             print(f"skip {name}: {exc}")
             return
