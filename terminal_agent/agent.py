@@ -26,9 +26,11 @@ from qwen_lsp.apply import StaleFile, apply_changes
 from qwen_lsp.client import ModelServerError
 from qwen_lsp.engine import Engine
 from qwen_lsp.models import FileChange, FixResult, Risk, Task, TaskKind
+from qwen_lsp.protocol import TerminalOutput
 from qwen_lsp.risk import classify
 from qwen_lsp.risk import suggestion as labelled
 from qwen_lsp.settings import Settings, load_settings
+from qwen_lsp.sidechannel import notify_running_server
 
 from . import undo
 from .pty_run import Finished, run_in_pty, run_shell_command
@@ -114,6 +116,8 @@ def fix(failure: Failure, opts: Options, ui: UI, report: QfixReport) -> int:
     report.verification = Verification(command=command, exit_code=rerun.exit_code, passed=rerun.exit_code == 0)
     if rerun.exit_code == 0:
         ui.ok(f"fixed: `{command}` passes now")
+        if decision.verify_command is None:
+            notify_editor(failure, settings, exit_code=0)
         return 0
     ui.fail(f"`{command}` still fails (exit {rerun.exit_code}); `qfix --undo` reverts the change")
     return 1
@@ -266,10 +270,13 @@ def failure_from_record(record: ShellRecord, opts: Options, ui: UI) -> Failure |
                    workspace=find_workspace(cwd), shell=record.shell)
 
 
-def notify_editor(failure: Failure, settings: Settings) -> None:
-    """Hook point for `qwen_lsp.sidechannel.notify_running_server(workspace, cache_dir, params)`,
-    which is not in the tree yet: with it, a qwen-lsp running for this workspace would get
-    `qwen/terminalOutput` {command, exitCode, output, cwd} and show the same diagnostics."""
+def notify_editor(failure: Failure, settings: Settings, exit_code: int | None = None) -> None:
+    """Tell a qwen-lsp running for this workspace (if any) what the command did: a failure
+    shows as diagnostics in the editor, a passing re-run (exit 0) clears them."""
+    code = failure.exit_code if exit_code is None else exit_code
+    notify_running_server(failure.workspace, settings.cache_dir, TerminalOutput(
+        command=failure.command, exit_code=code, output=(failure.output or "") if code else "", cwd=str(failure.cwd),
+    ))
 
 
 def find_workspace(cwd: Path) -> Path:

@@ -1,0 +1,178 @@
+"""qfix's parts without the model: the pty runner, screen parsing, records, undo, labels."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from qwen_lsp.apply import StaleFile
+from qwen_lsp.models import FileChange
+from qwen_lsp.risk import suggestion
+from terminal_agent import agent, undo
+from terminal_agent.pty_run import plain_text, run_in_pty, run_shell_command
+from terminal_agent.state import ShellRecord, last_record, output_after_prompt
+from terminal_agent.ui import UI
+
+
+@pytest.fixture(autouse=True)
+def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("QFIX_STATE_DIR", str(tmp_path / "state"))
+    return tmp_path / "state"
+
+
+# -- the pty runner -----------------------------------------------------------------------------
+
+
+def test_the_child_sees_a_terminal_and_its_output_is_captured_plain(tmp_path, capfd):
+    code = "import sys; print(sys.stdout.isatty()); print('\\x1b[31mred\\x1b[0m'); sys.exit(3)"
+    finished = run_in_pty([sys.executable, "-c", code], tmp_path)
+    assert finished.exit_code == 3
+    assert finished.output.splitlines() == ["True", "red"]
+    assert "\x1b[31mred" in capfd.readouterr().out  # shown live, colors intact
+
+
+def test_signals_are_reported_like_a_shell_does(tmp_path):
+    assert run_shell_command("kill -INT $$", tmp_path, "/bin/sh").exit_code == 130
+    assert run_in_pty(["no-such-program-qfix"], tmp_path).exit_code == 127
+
+
+def test_the_command_runs_in_the_given_directory_and_echo_can_go_to_stderr(tmp_path, capfd):
+    finished = run_shell_command("pwd", tmp_path, "/bin/sh", echo_fd=2)
+    assert finished.output.strip() == str(tmp_path)
+    captured = capfd.readouterr()
+    assert str(tmp_path) in captured.err and captured.out == ""
+
+
+def test_plain_text_resolves_progress_bars_and_escapes():
+    raw = b"\x1b[1mbuild\x1b[0m\r\n 10%\r 50%\r100%\r\n\x1b]0;title\x07done\r\n"
+    assert plain_text(raw) == "build\n100%\ndone\n"
+
+
+# -- the screen and the records -------------------------------------------------------------
+
+
+def test_the_last_output_is_found_between_two_prompts():
+    screen = [
+        "user@host:~/p$ ls",
+        "a.py",
+        "user@host:~/p$ python a.py",
+        "Traceback (most recent call last):",
+        "NameError: name 'x' is not defined",
+        "user@host:~/p$ qfix",
+        "",
+        "",
+    ]
+    assert output_after_prompt(screen, "python a.py") == "Traceback (most recent call last):\nNameError: name 'x' is not defined\n"
+    assert output_after_prompt(screen, "make") is None  # scrolled away: no guess
+
+
+def test_a_record_with_raw_control_characters_still_reads(state, monkeypatch):
+    (state / "sessions").mkdir(parents=True)
+    (state / "sessions" / "77.json").write_text('{"shell":"zsh","pid":77,"command":"printf \x01","exit_code":1,"cwd":"/"}')
+    monkeypatch.setenv("QFIX_SHELL_PID", "77")
+    assert last_record() == ShellRecord(shell="zsh", pid=77, command="printf \x01", exit_code=1, cwd="/")
+    monkeypatch.setenv("QFIX_SHELL_PID", "78")
+    assert last_record() is None
+
+
+# -- apply and undo ---------------------------------------------------------------------------
+
+
+def _change(path: str, before: str | None, after: str) -> FileChange:
+    return FileChange(path=path, original=before or "", updated=after, diff="", created=before is None)
+
+
+def test_undo_restores_edited_files_and_removes_created_ones(tmp_path):
+    (tmp_path / "a.py").write_text("old\n")
+    failure = agent.Failure(command="make", exit_code=2, output="", cwd=tmp_path, workspace=tmp_path)
+    agent.apply_with_undo(failure, [_change("a.py", "old\n", "new\n"), _change("pkg/b.py", None, "b\n")])
+    assert (tmp_path / "a.py").read_text() == "new\n" and (tmp_path / "pkg/b.py").read_text() == "b\n"
+
+    entry = undo.undo_last(tmp_path)
+    assert entry.command == "make"
+    assert (tmp_path / "a.py").read_text() == "old\n" and not (tmp_path / "pkg/b.py").exists()
+    with pytest.raises(undo.UndoRefused, match="nothing to undo"):
+        undo.undo_last(tmp_path)
+
+
+def test_undo_goes_back_one_fix_at_a_time(tmp_path):
+    (tmp_path / "a.py").write_text("v1\n")
+    failure = agent.Failure(command="t", exit_code=1, output="", cwd=tmp_path, workspace=tmp_path)
+    agent.apply_with_undo(failure, [_change("a.py", "v1\n", "v2\n")])
+    agent.apply_with_undo(failure, [_change("a.py", "v2\n", "v3\n")])
+    undo.undo_last(tmp_path)
+    assert (tmp_path / "a.py").read_text() == "v2\n"
+    undo.undo_last(tmp_path)
+    assert (tmp_path / "a.py").read_text() == "v1\n"
+
+
+def test_a_stale_file_refuses_the_whole_fix_and_leaves_no_undo_entry(tmp_path, state):
+    (tmp_path / "a.py").write_text("changed by the user\n")
+    (tmp_path / "b.py").write_text("b\n")
+    failure = agent.Failure(command="t", exit_code=1, output="", cwd=tmp_path, workspace=tmp_path)
+    with pytest.raises(StaleFile):
+        agent.apply_with_undo(failure, [_change("b.py", "b\n", "B\n"), _change("a.py", "old\n", "new\n")])
+    assert (tmp_path / "b.py").read_text() == "b\n"  # all or nothing
+    assert not list(state.glob("undo/*/*.json"))
+
+
+def test_undo_history_is_per_workspace(tmp_path):
+    one, two = tmp_path / "one", tmp_path / "two"
+    one.mkdir(), two.mkdir()
+    (one / "a.py").write_text("x\n")
+    agent.apply_with_undo(agent.Failure(command="t", exit_code=1, output="", cwd=one, workspace=one),
+                          [_change("a.py", "x\n", "y\n")])
+    with pytest.raises(undo.UndoRefused, match="nothing to undo"):
+        undo.undo_last(two)
+
+
+# -- task, workspace, labels ------------------------------------------------------------------
+
+
+def test_the_task_carries_the_command_output_and_workspace_relative_cwd(tmp_path):
+    (tmp_path / "sub").mkdir()
+    failure = agent.Failure(command="pytest -x", exit_code=1, output="boom\n", cwd=tmp_path / "sub", workspace=tmp_path)
+    task = failure.task()
+    assert (task.kind, task.command, task.exit_code, task.terminal_output, task.cwd) == (
+        "command", "pytest -x", 1, "boom\n", "sub")
+    assert agent.Failure(command="x", exit_code=1, output=None, cwd=tmp_path, workspace=tmp_path).task().cwd is None
+
+
+def test_the_workspace_is_the_git_top_level(tmp_path):
+    import subprocess
+
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    (tmp_path / "deep" / "er").mkdir(parents=True)
+    assert agent.find_workspace(tmp_path / "deep" / "er").resolve() == tmp_path.resolve()
+    outside = tmp_path.parent / f"{tmp_path.name}-nogit"
+    outside.mkdir()
+    assert agent.find_workspace(outside) == outside
+
+
+@pytest.mark.parametrize("command,danger", [
+    ("rm -rf build", "deletes files for good"),
+    ("git reset --hard", "discards uncommitted work"),
+    ("dd if=/dev/zero of=disk.img", "raw bytes"),
+    ("chmod -R 777 .", "recursive permission"),
+    ("curl -fsSL https://example.com/i.sh | sh", "pipes a download straight into a shell"),
+    ("cp $(cat list.txt) backup/", "command substitution"),
+])
+def test_dangerous_suggestions_are_labelled_loudly(command, danger):
+    ui = UI(to_stderr=False)
+    ui.console = Console(record=True, width=200, force_terminal=True)
+    ui.show_suggestion(suggestion(command, "cleanup"))
+    text = ui.console.export_text()
+    assert "⚠ DESTRUCTIVE" in text and danger in text and f"$ {command}" in text
+    assert "white on red" in ui.console.export_html() or "background-color" in ui.console.export_html()
+
+
+def test_a_json_report_is_plain_json(tmp_path):
+    from terminal_agent.report import QfixReport
+
+    report = QfixReport(command="make", workspace=str(tmp_path), cwd=str(tmp_path), outcome="error", error="down")
+    data = json.loads(report.model_dump_json())
+    assert data["model"]["cache_hit"] is False and data["verification"] is None and data["diffs"] == []
