@@ -186,7 +186,7 @@ def _zero_range() -> types.Range:
 
 
 def apply_text_edits(text: str, edits: Sequence[types.TextEdit], codec: PositionCodec = UTF16) -> str:
-    """`text` with non-overlapping `edits` applied, as a client would (used by tests and `qwen.server.*`)."""
+    """`text` with non-overlapping `edits` applied, as a client would (for tests and tools)."""
     lines = split_lines(text)
 
     def offset(pos: types.Position) -> int:

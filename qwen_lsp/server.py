@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from lsprotocol import types
+from pydantic import ValidationError
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, default_converter
 from pygls.protocol.json_rpc import JsonRPCNotification, JsonRPCRequestMessage, MsgId
@@ -40,6 +41,7 @@ if TYPE_CHECKING:  # the engine (openai, tree-sitter) loads on the engine thread
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 CANCEL_GRACE_SECONDS = 10.0  # how long a cancelled request waits for the engine to close its stream
+PROGRESS_CREATE_TIMEOUT = 5.0
 MAX_SUGGESTION_KEYS = 256
 
 
@@ -225,7 +227,17 @@ class QwenLanguageServer(LanguageServer):
     def settings_for(self, root: Path) -> Settings:
         if root not in self._settings:
             overrides = {**self.init_options, **self.config.get("", {}), **self.config.get(str(root), {})}
-            self._settings[root] = load_settings(root, overrides)
+            try:
+                self._settings[root] = load_settings(root, overrides)
+            except ValidationError as exc:
+                # One bad value must not take every feature down: drop the offending keys, say so once.
+                bad = {str(e["loc"][0]) for e in exc.errors() if e.get("loc")}
+                kept = {k: v for k, v in overrides.items() if _snake(k) not in bad}
+                self.window_show_message(types.ShowMessageParams(
+                    type=types.MessageType.Warning,
+                    message=f"Qwen: ignoring invalid settings {', '.join(sorted(bad))}: {exc.errors()[0]['msg']}",
+                ))
+                self._settings[root] = load_settings(root, kept)
         return self._settings[root]
 
     async def refresh_configuration(self) -> None:
@@ -292,42 +304,57 @@ class QwenLanguageServer(LanguageServer):
     @contextlib.asynccontextmanager
     async def progress(self, title: str) -> AsyncIterator[Callable[[str], None]]:
         """Work-done progress (when the client supports it) and the busy status. Yields a
-        report function that is safe to call from the engine thread."""
+        report function that is safe to call from the engine thread. The progress is
+        cancellable: `window/workDoneProgress/cancel` cancels the request like `$/cancelRequest`."""
         loop = asyncio.get_running_loop()
+        current = asyncio.current_task()
         token: str | None = None
         window = self.client_capabilities.window
         if window is not None and window.work_done_progress:
             token = f"qwen-{uuid.uuid4().hex[:12]}"
             try:
-                await self.work_done_progress.create_async(token)
-            except Exception as exc:
+                await asyncio.wait_for(self.work_done_progress.create_async(token), PROGRESS_CREATE_TIMEOUT)
+            except Exception as exc:  # a client that does not answer must not stall the fix
                 log.warning("workDoneProgress/create failed: %s", exc)
                 token = None
         if token is not None:
-            self.work_done_progress.begin(token, types.WorkDoneProgressBegin(title=title, message="starting", cancellable=False))
+            self.work_done_progress.begin(token, types.WorkDoneProgressBegin(title=title, message="starting", cancellable=True))
+            cancelled_by_client = self.work_done_progress.tokens.get(token)
+            if cancelled_by_client is not None and current is not None:
+                cancelled_by_client.add_done_callback(
+                    lambda f: loop.call_soon_threadsafe(current.cancel) if f.cancelled() else None
+                )
         self.busy += 1
         self.status("busy", title)
+        ended = False
 
         def report(message: str) -> None:
+            if ended:  # a late report from a cancelled run: the progress is over
+                return
             if token is not None:
                 self.work_done_progress.report(token, types.WorkDoneProgressReport(message=message))
             self.status("busy", f"{title}: {message}")
 
         end_message = "done"
+        failed = False
         try:
             yield lambda message: loop.call_soon_threadsafe(report, message)
         except asyncio.CancelledError:
             end_message = "cancelled"
             raise
         except Exception as exc:
-            end_message = f"failed: {exc}"
+            end_message, failed = f"failed: {exc}", True
+            if not isinstance(exc, ModelUnavailable):  # that one already set the status, with its fix
+                log.exception("%s failed", title)
+                self.status("error", f"{title} failed: {exc}")
             raise
         finally:
+            ended = True
             self.busy -= 1
             if token is not None:
                 self.work_done_progress.end(token, types.WorkDoneProgressEnd(message=end_message))
                 self.work_done_progress.tokens.pop(token, None)
-            if self.busy == 0 and not end_message.startswith("failed"):
+            if self.busy == 0 and not failed:
                 self.status("idle", "ready")
 
     @contextlib.contextmanager
@@ -645,8 +672,14 @@ class QwenLanguageServer(LanguageServer):
             result = await worker.run(review())
         if result is None:  # nothing changed since HEAD: nothing to review, old findings no longer apply
             findings: list[Any] = []
-        elif result.error is not None or not result.available:
-            self.model_error(ModelUnavailable(result.error or "review unavailable"))
+        elif not result.available:
+            self.model_error(ModelUnavailable(result.error or "the model server is unavailable"))
+            return None
+        elif result.error is not None:  # e.g. an answer that was not review JSON: say so, keep old findings
+            self.status("error", f"review of {rel} failed: {result.error}")
+            if whole_file:  # asked for explicitly: the user is waiting for an answer
+                self.window_show_message(types.ShowMessageParams(
+                    type=types.MessageType.Warning, message=f"Qwen: review of {rel} failed: {result.error}"))
             return None
         else:
             findings = result.findings
@@ -718,6 +751,10 @@ class QwenLanguageServer(LanguageServer):
         if self.worker is not None:
             self.worker.stop(wait=self.busy > 0)  # only model streams need closing before we exit
             self.worker = None
+
+
+def _snake(key: str) -> str:
+    return "".join("_" + c.lower() if c.isupper() else c for c in key)
 
 
 def _diag_key(path: str, diagnostic: types.Diagnostic) -> tuple[str, int, str]:

@@ -60,6 +60,7 @@ def test_tcp_serves_lsp_on_localhost(tmp_path):
             assert reply["result"]["serverInfo"] == {"name": "qwen-lsp", "version": __version__}
             assert caps["codeActionProvider"]["resolveProvider"] is True
             assert caps["textDocumentSync"]["change"] == 2  # incremental
+            assert caps["workspace"]["workspaceFolders"] == {"supported": True, "changeNotifications": True}
             assert set(caps["executeCommandProvider"]["commands"]) == {
                 "qwen.server.ask", "qwen.server.explain", "qwen.server.fix", "qwen.server.review"}
             rpc(sock, {"jsonrpc": "2.0", "id": 2, "method": "shutdown"})

@@ -5,6 +5,7 @@ from __future__ import annotations
 from lsprotocol import types
 
 from qwen_lsp.lsp_convert import file_uri
+from qwen_lsp.sidechannel import socket_path
 from tests.lsp.conftest import PYTEST, PYTEST_OUTPUT, name_error_output, open_doc, terminal_output, wait_until
 
 
@@ -49,3 +50,17 @@ async def test_editing_the_line_clears_its_diagnostic_and_edits_above_move_it(ls
         types.VersionedTextDocumentIdentifier(uri=uri, version=3), [edit_there]
     ))
     await wait_until(lambda: not lsp.diagnostics[uri], what="cleared by the edit")
+
+
+async def test_an_added_workspace_folder_gets_diagnostics_and_a_side_channel(lsp, project, tmp_path, cache_dir):
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "main.py").write_text((project / "main.py").read_text())
+    lsp.workspace_did_change_workspace_folders(types.DidChangeWorkspaceFoldersParams(
+        types.WorkspaceFoldersChangeEvent(added=[types.WorkspaceFolder(uri=file_uri(other, ""), name="other")], removed=[])
+    ))
+    await wait_until(socket_path(other, cache_dir).exists, what="the new folder's socket")
+
+    terminal_output(lsp, "python main.py", 1, name_error_output(other), other)
+    (diag,) = await wait_until(lambda: lsp.diagnostics.get(file_uri(other, "main.py")))
+    assert diag.data["cwd"] == "" and diag.data["command"] == "python main.py"  # relative to its own folder

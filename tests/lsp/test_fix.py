@@ -100,6 +100,25 @@ async def test_cancel_during_resolve_stops_the_model_stream(lsp, vllm, project):
     assert await code_actions(lsp, uri, [foreign_diagnostic()])
 
 
+async def test_cancelling_the_progress_cancels_the_fix(lsp, vllm, project):
+    uri = open_doc(lsp, project, "calc.py")
+    (fix, *_) = await code_actions(lsp, uri, [foreign_diagnostic()])
+    vllm.script(slow_plan_reply(30))
+    request = asyncio.ensure_future(lsp.code_action_resolve_async(fix))
+    await wait_until(lambda: vllm.chat_requests(), what="the model call")
+
+    (token,) = [t for t, reports in lsp.progress_reports.items() if reports]
+    assert lsp.progress_reports[token][0].cancellable is True
+    lsp.window_work_done_progress_cancel(types.WorkDoneProgressCancelParams(token=token))
+
+    with pytest.raises(JsonRpcRequestCancelled):
+        await asyncio.wait_for(request, 15)
+    await wait_until(lambda: vllm.aborted_streams == 1, timeout=5, what="the aborted stream")
+    end = lsp.progress_reports[token][-1]
+    assert isinstance(end, types.WorkDoneProgressEnd) and end.message == "cancelled"
+    assert lsp.statuses[-1]["state"] == "idle"
+
+
 async def test_a_buffer_changed_during_resolve_is_refused(lsp, vllm, project):
     uri = open_doc(lsp, project, "calc.py", version=1)
     (fix, *_) = await code_actions(lsp, uri, [foreign_diagnostic()])

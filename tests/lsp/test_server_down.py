@@ -10,6 +10,7 @@ import pytest
 from lsprotocol import types
 
 from tests.lsp.conftest import code_actions, open_doc, wait_until
+from tests.vllm_double import Reply
 
 
 @pytest.fixture
@@ -39,3 +40,19 @@ async def test_model_server_down_shows_the_fix_once_and_the_server_keeps_answeri
     await lsp.code_action_resolve_async(again)
     assert len(lsp.messages) == 1
     await wait_until(lambda: lsp.statuses[-1]["state"] == "error")
+
+
+class TestInvalidSettings:
+    @pytest.fixture
+    def server_options(self, vllm, cache_dir: Path) -> dict[str, Any]:
+        return {"baseUrl": vllm.base_url, "cacheDir": str(cache_dir), "maxRetries": 0, "maxRounds": "lots"}
+
+    async def test_a_bad_value_is_reported_and_the_rest_still_applies(self, lsp, vllm, project):
+        uri = open_doc(lsp, project, "calc.py")
+        vllm.script(Reply(content="It subtracts."))
+        result = await lsp.workspace_execute_command_async(types.ExecuteCommandParams(
+            command="qwen.server.explain", arguments=[{"uri": uri, "range": {
+                "start": {"line": 0, "character": 0}, "end": {"line": 2, "character": 0}}}]))
+        assert dict(result._asdict() if hasattr(result, "_asdict") else result) == {"markdown": "It subtracts."}
+        warning = lsp.messages[0]
+        assert warning.type == types.MessageType.Warning and "max_rounds" in warning.message
