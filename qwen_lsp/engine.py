@@ -23,7 +23,6 @@ from typing import Any
 from . import calllog, prompt
 from .cache import StateCache, content_hash, normalize_output, task_fingerprint
 from .client import Completion, ModelClient, ReasoningExhausted, ToolsUnsupported
-from .context.frames import parse_output
 from .edits import EditError, apply_edit
 from .models import Accounting, CachedState, FixResult, Plan, Risk, Task, TaskKind, Validation
 from .overlay import BufferReader, Overlay, PathOutsideWorkspace
@@ -110,11 +109,13 @@ class _Run:
         self.plan: Plan | None = None
 
     async def execute(self) -> FixResult:
-        key = task_fingerprint(self.task, self._involved_file_hashes())
-        built = prompt.assemble(
-            self.task, self.overlay.root, self.settings, system=SYSTEM, tools=self.tools, read_file=self.overlay.read,
-            cache_dir=self.settings.cache_dir,
+        # Context building parses the workspace (seconds on a large repo): keep the event loop free.
+        built = await asyncio.to_thread(
+            prompt.assemble, self.task, self.overlay.root, self.settings, system=SYSTEM, tools=self.tools,
+            read_file=self.overlay.read, cache_dir=self.settings.cache_dir, max_model_len=await self._input_limit(),
         )
+        named = {self.task.path} | {f.resolved for f in built.frames if f.resolved}
+        key = task_fingerprint(self.task, self._seen_hashes({p: "" for p in named if p}))
         self.messages = list(built.messages)
         if self.task.kind == TaskKind.explain:
             return await self._explain()
@@ -278,14 +279,12 @@ class _Run:
             return plan_command
         return None
 
-    def _involved_file_hashes(self) -> dict[str, str]:
-        """Hashes of the files the task names (its path, the traceback's frames): part of the key."""
-        paths = {self.task.path} if self.task.path else set()
-        if self.task.terminal_output:
-            cwd = self.overlay.root / (self.task.cwd or "")
-            frames = parse_output(self.task.terminal_output, cwd=cwd, workspace=self.overlay.root)
-            paths.update(f.resolved for f in frames if f.resolved)
-        return self._seen_hashes({p: "" for p in paths if p})
+    async def _input_limit(self) -> int | None:
+        """The server's context minus room for the longest answer we ask for."""
+        max_len = (await self.engine.client.info()).max_model_len
+        if not max_len:
+            return None
+        return max(1024, max_len - max(self.settings.plan_max_tokens, self.settings.patch_max_tokens))
 
     def _plan_inputs(self) -> dict[str, str]:
         """Hashes of every file the plan saw or cites; checked again before a cached plan is reused."""
