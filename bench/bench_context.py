@@ -27,6 +27,8 @@ from qwen_lsp.prompt import assemble
 from qwen_lsp.settings import Settings
 from qwen_lsp.tokens import count_tokens
 
+from figures import figure  # bench/figures.py
+
 DJANGO = "django==5.1.4"
 SYSTEM = "You are a coding agent working in the user's repository. Make the smallest correct fix."
 TOOLS = [
@@ -113,6 +115,9 @@ def main() -> None:
         print(f"repo-map tags, cold cache:       {t_cold:8.2f} s")
         print(f"repo-map tags, warm cache:       {statistics.median(warm_times):8.2f} s  (median of 3, includes listing)")
         print(f"rank + render map:               {t_rank:8.2f} s  ({count_tokens(text)}/{budget.repo_map} tokens)")
+        figure("repo-map tags cold", t_cold, "s")
+        figure("repo-map tags warm", statistics.median(warm_times), "s")
+        figure("rank + render map", t_rank, "s")
         print()
         print(f"{'request':<12} {'ms/assemble':>12} {'total tok':>10} {'budget':>7}  sections (tokens)")
         for task in requests(root, index):
@@ -126,6 +131,8 @@ def main() -> None:
             st = prompt.section_tokens
             sections = ", ".join(f"{k} {st[k]}/{getattr(budget, k)}" for k in ("repo_map", "git", "files", "task"))
             print(f"{task.kind.value:<12} {statistics.median(times) * 1000:12.0f} {st['total']:>10} {budget.total_input:>7}  {sections}")
+            figure(f"assemble {task.kind.value}", statistics.median(times) * 1000, "ms")
+            figure(f"prompt tokens {task.kind.value} (budget {budget.total_input})", st["total"], "tokens")
 
 
 if __name__ == "__main__":

@@ -24,6 +24,8 @@ from qwen_lsp.models import Task, TaskKind  # noqa: E402
 from qwen_lsp.settings import Settings  # noqa: E402
 from tests.vllm_double import Reply, VLLMDouble, encode, render_prompt  # noqa: E402
 
+from figures import figure  # noqa: E402  (bench/figures.py)
+
 SOURCE = "".join(f"def helper_{i}(x):\n    return x * {i}\n\n\n" for i in range(60)) + "def add(a, b):\n    return a - b\n"
 TEST = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
 PLAN = {"hypotheses": ["add subtracts"], "evidence": [], "steps": ["use +"], "verify_command": None}
@@ -77,6 +79,8 @@ def main() -> None:
         bodies = double.chat_requests()
         reported = [r for r in double.requests if r.path.endswith("/chat/completions")]
         tokens = [prompt_tokens(b) for b in bodies]
+        shares = [shared_prefix(a, b) / len(a) for a, b in zip(tokens, tokens[1:])]
+        figure("min prefix share of next request", min(shares), "fraction")
         print("request  mode          prompt_tokens  prefix_of_next")
         for i, (body, toks) in enumerate(zip(bodies, tokens)):
             mode = "thinking" if body["chat_template_kwargs"]["enable_thinking"] else "non-thinking"
@@ -86,6 +90,9 @@ def main() -> None:
               f"of {first.accounting.prompt_tokens} prompt tokens over {len(reported)} requests")
 
         again, again_s = asyncio.run(run(double, root, cache, with_plan=False))
+        figure("thinking calls, first run", first.accounting.thinking_calls, "calls")
+        figure("thinking calls, repeated run", again.accounting.thinking_calls, "calls")
+        figure("engine wall time, repeated run", again_s, "s")
         print(f"thinking calls per fix: first run {first.accounting.thinking_calls} ({first.outcome}, {first_s:.2f}s), "
               f"repeated run {again.accounting.thinking_calls} ({again.outcome}, {again_s:.2f}s, "
               f"plan from cache: {again.accounting.plan_from_cache})")
