@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from qwen_lsp.engine import Engine  # noqa: E402
 from qwen_lsp.models import Task, TaskKind  # noqa: E402
 from qwen_lsp.settings import Settings  # noqa: E402
-from tests.vllm_double import Reply, VLLMDouble, encode, render_prompt  # noqa: E402
+from tests.vllm_double import Reply, VLLMDouble, common_prefix, encode, render_prompt  # noqa: E402
 
 from figures import figure  # noqa: E402  (bench/figures.py)
 
@@ -48,15 +48,6 @@ def prompt_tokens(body: dict) -> list[int]:
                                 preserve_thinking=kwargs.get("preserve_thinking", False)))
 
 
-def shared_prefix(a: list[int], b: list[int]) -> int:
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
 async def run(double: VLLMDouble, root: Path, cache: Path, with_plan: bool):
     double.reset()
     script(double, with_plan)
@@ -79,12 +70,12 @@ def main() -> None:
         bodies = double.chat_requests()
         reported = [r for r in double.requests if r.path.endswith("/chat/completions")]
         tokens = [prompt_tokens(b) for b in bodies]
-        shares = [shared_prefix(a, b) / len(a) for a, b in zip(tokens, tokens[1:])]
+        shares = [common_prefix(a, b) / len(a) for a, b in zip(tokens, tokens[1:])]
         figure("min prefix share of next request", min(shares), "fraction")
         print("request  mode          prompt_tokens  prefix_of_next")
         for i, (body, toks) in enumerate(zip(bodies, tokens)):
             mode = "thinking" if body["chat_template_kwargs"]["enable_thinking"] else "non-thinking"
-            share = f"{shared_prefix(toks, tokens[i + 1]) / len(toks):.3f}" if i + 1 < len(tokens) else "-"
+            share = f"{common_prefix(toks, tokens[i + 1]) / len(toks):.3f}" if i + 1 < len(tokens) else "-"
             print(f"{i:>7}  {mode:<12}  {len(toks):>13}  {share:>14}")
         print(f"cached tokens reported by the double (whole fix): {first.accounting.cached_tokens} "
               f"of {first.accounting.prompt_tokens} prompt tokens over {len(reported)} requests")

@@ -206,7 +206,7 @@ def _pieces(text: str | None) -> list[str]:
     return re.findall(r"\S+\s*|\s+", text or "")
 
 
-def _common_prefix(a: list[int], b: list[int]) -> int:
+def common_prefix(a: list[int], b: list[int]) -> int:
     n = 0
     for x, y in zip(a, b):
         if x != y:
@@ -400,7 +400,7 @@ class VLLMDouble:
             completion_tokens = len(encode(_generated_text(reply, reasoning=True, tool_xml=True)))
 
         with self._lock:
-            cached = max((_common_prefix(prompt, seen) for seen in self._prompts), default=0)
+            cached = max((common_prefix(prompt, seen) for seen in self._prompts), default=0)
             # vLLM always computes the last prompt token, and caches whole blocks only.
             cached = max(min(cached, len(prompt) - 1), 0) // self.block_size * self.block_size
             self._prompts.append(prompt)
