@@ -114,6 +114,11 @@ class EngineThread:
 
         def load() -> None:
             from . import engine  # noqa: F401
+            from .tokens import count_tokens
+
+            # Building the tokenizer holds the GIL for ~0.5 s (tiktoken's constructor): do it now,
+            # not in the middle of the first fix while the user types.
+            count_tokens("warm up")
 
         self.loop.call_soon_threadsafe(load)
 
