@@ -134,6 +134,8 @@ async def think(failure: Failure, settings: Settings, progress: Callable[[str], 
 def show(result: FixResult, ui: UI) -> None:
     ui.show_plan(result.plan, result.summary)
     ui.show_changes(result.changes)
+    if result.changes:
+        ui.show_checks(result.validation)
     for suggestion in result.suggestions:
         ui.show_suggestion(suggestion)
 
@@ -167,7 +169,8 @@ def decide(result: FixResult, failure: Failure, opts: Options, ui: UI) -> Decisi
         if choice == "quit":
             decision.quit = True
             return decision
-        if choice == "apply" and (suggestion.risk != Risk.destructive or ui.confirm("Type 'yes' to accept it:", word="yes")):
+        dangerous = suggestion.risk == Risk.destructive
+        if choice == "apply" and (not dangerous or ui.confirm("Type 'yes' to accept it:", word="yes")):
             decision.handoff = suggestion.command
             return decision
     return decision
@@ -218,7 +221,8 @@ def run(command: list[str], opts: Options) -> int:
         print(f"qfix: {report.error}", file=sys.stderr)
         report.outcome, report.exit_status = "error", 2
     except KeyboardInterrupt:
-        ui.fail("cancelled: " + ("the applied fix stays (`qfix --undo` reverts it)" if report.applied else "nothing was changed"))
+        kept = "the applied fix stays (`qfix --undo` reverts it)" if report.applied else "nothing was changed"
+        ui.fail(f"cancelled: {kept}")
         report.outcome, report.exit_status = "cancelled", 130
     if opts.json:
         print(report.model_dump_json(indent=2))

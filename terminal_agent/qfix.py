@@ -54,11 +54,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _init(args: list[str]) -> int:
-    from .shell_init import SHELLS, init_script
+    from .shell_init import SHELLS, init_script, prune_dead_sessions
 
     if len(args) != 1 or args[0] not in SHELLS:
         print(f"usage: qfix init {{{','.join(SHELLS)}}}", file=sys.stderr)
         return USAGE_ERROR
+    prune_dead_sessions()
     print(init_script(args[0]))
     return 0
 

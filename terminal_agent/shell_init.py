@@ -24,6 +24,17 @@ def init_script(shell: str) -> str:
     return template.replace("@SESSIONS@", shlex.quote(str(sessions_dir()))).replace("@QFIX@", _qfix_command())
 
 
+def prune_dead_sessions() -> None:
+    """Drop the records of shells that have exited (cheap: one kill(pid, 0) per file)."""
+    for record in sessions_dir().glob("*.json"):
+        try:
+            os.kill(int(record.stem), 0)
+        except ProcessLookupError:
+            record.unlink(missing_ok=True)
+        except (ValueError, PermissionError):  # not ours to judge: another user's pid is alive
+            continue
+
+
 def _qfix_command() -> str:
     """How the shell function calls this very qfix (absolute, so PATH changes do not matter)."""
     argv0 = Path(sys.argv[0])

@@ -15,7 +15,7 @@ from rich.live import Live
 from rich.spinner import Spinner
 from rich.text import Text
 
-from qwen_lsp.models import FileChange, Plan, Risk, ShellSuggestion
+from qwen_lsp.models import FileChange, Plan, Risk, ShellSuggestion, Validation
 
 Choice = Literal["apply", "skip", "edit", "quit"]
 CHOICES: dict[str, Choice] = {"a": "apply", "s": "skip", "e": "edit", "q": "quit"}
@@ -69,6 +69,12 @@ class UI:
             for line in change.diff.splitlines():
                 self.console.print(Text(line, style=_diff_style(line)), soft_wrap=True)
 
+    def show_checks(self, validation: Validation) -> None:
+        """What the engine already checked, on a temporary copy of the workspace."""
+        for check in validation.checks:
+            where = "" if check.name.startswith("parses:") else "  (ran in a temporary copy)"
+            self.say(f"{'✓' if check.ok else '✗'} {check.name}{where}", "green" if check.ok else "red")
+
     def show_suggestion(self, suggestion: ShellSuggestion) -> None:
         label = Text(f" {suggestion.risk.value.upper()} ", style=RISK_STYLE[suggestion.risk])
         if suggestion.risk == Risk.destructive:
@@ -86,7 +92,8 @@ class UI:
         """[a]pply / [s]kip / [e]dit command / [q]uit; end of input counts as quit."""
         while True:
             try:
-                answer = self.console.input(Text(f"\n{question} [a]pply / [s]kip / [e]dit command / [q]uit: ", style="bold"))
+                question = f"\n{question} [a]pply / [s]kip / [e]dit command / [q]uit: "
+                answer = self.console.input(Text(question, style="bold"))
             except EOFError:
                 return "quit"
             choice = CHOICES.get(answer.strip().lower()[:1])

@@ -15,6 +15,8 @@ from qwen_lsp.models import FileChange
 
 from .paths import state_dir
 
+KEEP = 50  # fixes remembered per workspace
+
 
 class UndoFile(BaseModel):
     path: str  # workspace-relative
@@ -38,6 +40,11 @@ def _history(workspace: Path) -> Path:
     return state_dir() / "undo" / key
 
 
+def _entries(workspace: Path) -> list[Path]:
+    """Oldest first."""
+    return sorted(_history(workspace).glob("*.json"), key=lambda p: int(p.stem))
+
+
 def remember(workspace: Path, command: str, changes: list[FileChange]) -> Path:
     """Save what `changes` will overwrite; returns the entry (delete it if applying fails)."""
     entry = UndoEntry(
@@ -50,12 +57,14 @@ def remember(workspace: Path, command: str, changes: list[FileChange]) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{time.time_ns()}.json"
     path.write_text(entry.model_dump_json(), encoding="utf-8")
+    for old in _entries(workspace)[:-KEEP]:
+        old.unlink(missing_ok=True)
     return path
 
 
 def undo_last(workspace: Path) -> UndoEntry:
     """Restore the newest applied fix in `workspace` and drop it from the history."""
-    entries = sorted(_history(workspace).glob("*.json"), key=lambda p: int(p.stem))
+    entries = _entries(workspace)
     if not entries:
         raise UndoRefused(f"nothing to undo: qfix has applied no fix in {workspace}")
     newest = entries[-1]
@@ -68,7 +77,7 @@ def undo_last(workspace: Path) -> UndoEntry:
             f"not undone: {', '.join(stale)} changed after the fix for `{entry.command}` was applied; "
             "restoring would lose those edits"
         )
-    apply_changes(workspace, [c for c, f in zip(reverse, entry.files) if f.before is not None])
+    apply_changes(workspace, [c for c, f in zip(reverse, entry.files, strict=True) if f.before is not None])
     for f in entry.files:
         if f.before is None:  # the fix created it: undoing removes it
             (workspace / f.path).unlink()

@@ -7,6 +7,7 @@
 __qfix_sessions=@SESSIONS@
 __qfix_exec() { @QFIX@ "$@"; }
 command mkdir -p -- "$__qfix_sessions" 2>/dev/null
+command rm -f -- "$__qfix_sessions/$$.json"  # a dead shell with our pid may have left one
 
 __qfix_quote() {  # sets __qfix_q to $1 as a JSON string literal
     local s=$1

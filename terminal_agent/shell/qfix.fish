@@ -6,6 +6,7 @@
 set -g __qfix_sessions @SESSIONS@
 set -g __qfix_cwd $PWD
 command mkdir -p -- $__qfix_sessions 2>/dev/null
+command rm -f -- $__qfix_sessions/$fish_pid.json  # a dead shell with our pid may have left one
 
 function __qfix_quote --description 'the argument as a JSON string literal'
     set -l s (string split \n -- $argv[1] | string replace -a '\\' '\\\\' | string replace -a '"' '\\"' \

@@ -6,6 +6,7 @@
 typeset -g __qfix_sessions=@SESSIONS@
 __qfix_exec() { @QFIX@ "$@" }
 command mkdir -p -- "$__qfix_sessions" 2>/dev/null
+command rm -f -- "$__qfix_sessions/$$.json"  # a dead shell with our pid may have left one
 
 typeset -g __qfix_pending= __qfix_cmd= __qfix_cwd=$PWD __qfix_q=
 

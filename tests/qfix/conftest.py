@@ -15,6 +15,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
+from tests.lsp.conftest import cache_dir, client_config, lsp, project, server_options  # noqa: F401 - test_editor.py
 from tests.vllm_double import Reply, VLLMDouble
 
 BIN = Path(sys.executable).parent  # the venv's bin: python, pytest and the qfix console script

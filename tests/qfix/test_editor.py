@@ -9,15 +9,7 @@ import subprocess
 import pytest
 
 from qwen_lsp.lsp_convert import file_uri
-from tests.lsp.conftest import (  # noqa: F401 - fixtures: the server for `project`, its cache dir
-    cache_dir,
-    client_config,
-    code_actions,
-    lsp,
-    project,
-    server_options,
-    wait_until,
-)
+from tests.lsp.conftest import code_actions, wait_until
 from tests.qfix.conftest import QFIX, fix_replies
 
 MAIN_FIX = {"path": "main.py", "old": "print(undefined_name)", "new": "print(x)"}

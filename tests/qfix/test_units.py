@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -66,13 +67,15 @@ def test_the_last_output_is_found_between_two_prompts():
         "",
         "",
     ]
-    assert output_after_prompt(screen, "python a.py") == "Traceback (most recent call last):\nNameError: name 'x' is not defined\n"
+    expected = "Traceback (most recent call last):\nNameError: name 'x' is not defined\n"
+    assert output_after_prompt(screen, "python a.py") == expected
     assert output_after_prompt(screen, "make") is None  # scrolled away: no guess
 
 
 def test_a_record_with_raw_control_characters_still_reads(state, monkeypatch):
     (state / "sessions").mkdir(parents=True)
-    (state / "sessions" / "77.json").write_text('{"shell":"zsh","pid":77,"command":"printf \x01","exit_code":1,"cwd":"/"}')
+    raw = '{"shell":"zsh","pid":77,"command":"printf \x01","exit_code":1,"cwd":"/"}'
+    (state / "sessions" / "77.json").write_text(raw)
     monkeypatch.setenv("QFIX_SHELL_PID", "77")
     assert last_record() == ShellRecord(shell="zsh", pid=77, command="printf \x01", exit_code=1, cwd="/")
     monkeypatch.setenv("QFIX_SHELL_PID", "78")
@@ -176,3 +179,30 @@ def test_a_json_report_is_plain_json(tmp_path):
     report = QfixReport(command="make", workspace=str(tmp_path), cwd=str(tmp_path), outcome="error", error="down")
     data = json.loads(report.model_dump_json())
     assert data["model"]["cache_hit"] is False and data["verification"] is None and data["diffs"] == []
+
+
+def test_init_drops_the_records_of_exited_shells(state):
+    import subprocess
+
+    from terminal_agent.shell_init import prune_dead_sessions
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    (state / "sessions").mkdir(parents=True)
+    for pid in (gone.pid, os.getpid()):
+        (state / "sessions" / f"{pid}.json").write_text("{}")
+    prune_dead_sessions()
+    assert [p.name for p in (state / "sessions").glob("*.json")] == [f"{os.getpid()}.json"]
+
+
+def test_undo_history_is_bounded(tmp_path, monkeypatch):
+    monkeypatch.setattr(undo, "KEEP", 3)
+    (tmp_path / "a.py").write_text("0")
+    failure = agent.Failure(command="t", exit_code=1, output="", cwd=tmp_path, workspace=tmp_path)
+    for n in range(5):
+        agent.apply_with_undo(failure, [_change("a.py", str(n), str(n + 1))])
+    for _ in range(3):
+        undo.undo_last(tmp_path)
+    assert (tmp_path / "a.py").read_text() == "2"
+    with pytest.raises(undo.UndoRefused):
+        undo.undo_last(tmp_path)
