@@ -1,10 +1,20 @@
 -- A minimal test runner for plain `nvim -l`: named cases, assertions with messages, a summary
 -- line, and exit status 1 when anything failed.
 
-local M = { cases = {} }
+local M = { cases = {}, cleanups = {}, diagnostics = {} }
 
 function M.test(name, fn)
   table.insert(M.cases, { name = name, fn = fn })
+end
+
+--- Runs after all cases, whatever happened (stop processes, remove temp files).
+function M.cleanup(fn)
+  table.insert(M.cleanups, fn)
+end
+
+--- Called after a failure; returns extra text to print (e.g. a log tail).
+function M.on_failure(fn)
+  table.insert(M.diagnostics, fn)
 end
 
 function M.eq(actual, expected, what)
@@ -26,10 +36,17 @@ function M.wait(ms, cond, what)
   end
 end
 
---- Runs every case and exits: 0 if all passed, 1 otherwise.
-function M.run()
-  local failed = 0
+--- Runs the cases and exits: 0 if all passed, 1 otherwise. With `steps`, the cases build on
+--- each other, so the first failure skips the rest.
+---@param opts { steps: boolean }|nil
+function M.run(opts)
+  local failed, skipped = 0, 0
   for _, case in ipairs(M.cases) do
+    if failed > 0 and opts and opts.steps then
+      skipped = skipped + 1
+      io.stdout:write(('skip %s (an earlier step failed)\n'):format(case.name))
+      goto continue
+    end
     local started = vim.uv.hrtime()
     local ok, err = xpcall(case.fn, debug.traceback)
     local ms = (vim.uv.hrtime() - started) / 1e6
@@ -38,9 +55,18 @@ function M.run()
     else
       failed = failed + 1
       io.stdout:write(('FAIL %s (%.0f ms)\n%s\n'):format(case.name, ms, err))
+      for _, describe in ipairs(M.diagnostics) do
+        local ok_d, text = pcall(describe)
+        io.stdout:write(tostring(ok_d and text or ('(failure hook failed: ' .. tostring(text) .. ')')), '\n')
+      end
     end
+    ::continue::
   end
-  io.stdout:write(('%d passed, %d failed\n'):format(#M.cases - failed, failed))
+  for _, fn in ipairs(M.cleanups) do
+    pcall(fn)
+  end
+  local passed = #M.cases - failed - skipped
+  io.stdout:write(('%d passed, %d failed%s\n'):format(passed, failed, skipped > 0 and (', %d skipped'):format(skipped) or ''))
   io.stdout:flush()
   os.exit(failed == 0 and 0 or 1)
 end

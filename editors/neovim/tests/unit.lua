@@ -137,6 +137,46 @@ t.test('OSC 133 marks give the last command, its output and exit status', functi
   vim.cmd('bwipeout!')
 end)
 
+t.test('rows wrapped at the terminal width are joined back into lines', function()
+  t.eq(terminal.unwrap({ 'abcdefghij', 'klm', 'short', '==========', 'next', 'F    [100%]', 'x' }, 10), {
+    'abcdefghijklm',
+    'short',
+    '==========', -- a rule fills the width on purpose
+    'next',
+    'F    [100%]',
+    'x',
+  }, 'unwrapped')
+  t.eq(terminal.unwrap({ 'abcdefghij', 'klm' }, nil), { 'abcdefghij', 'klm' }, 'unknown width: unchanged')
+end)
+
+t.test('a long command and output line wrapped by the terminal come back whole', function()
+  local long = string.rep('x', 120) .. '.py:3: error'
+  local buf = run_in_sh(
+    ([[printf '\033]133;A\007$ \033]133;B\007%s\r\n\033]133;C\007%s\r\nshort\r\n\033]133;D;1\007\033]133;A\007$ '; sleep 30]]):format(
+      'echo ' .. string.rep('y', 100),
+      long
+    ),
+    function(b)
+      return terminal.last_command(b) ~= nil
+    end
+  )
+  local width = vim.fn.getwininfo(vim.fn.bufwinid(buf))[1].width
+  t.ok(width < 120, 'the terminal is narrower than the line (' .. width .. ')')
+  t.eq(terminal.last_command(buf), { command = 'echo ' .. string.rep('y', 100), output = long .. '\nshort\n', exit = 1 }, 'joined')
+  vim.cmd('bwipeout!')
+end)
+
+t.test('a prompt wider in bytes than in cells ("❯ ") does not cut the command', function()
+  local buf = run_in_sh(
+    [[printf '\033]133;A\007~/proj ❯ \033]133;B\007cargo build\r\n\033]133;C\007error[E0425]: x\r\n\033]133;D;101\007'; sleep 30]],
+    function(b)
+      return terminal.last_command(b) ~= nil
+    end
+  )
+  t.eq(terminal.last_command(buf), { command = 'cargo build', output = 'error[E0425]: x\n', exit = 101 }, 'command')
+  vim.cmd('bwipeout!')
+end)
+
 t.test('OSC 7 reports the terminal directory', function()
   local buf = run_in_sh([[printf '\033]7;file://host/tmp/with%%20space\007'; sleep 30]], function(b)
     return terminal.cwd(b) == '/tmp/with space'

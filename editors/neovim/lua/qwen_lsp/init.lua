@@ -36,8 +36,11 @@ function M.init()
         return
       end
       local value = ev.data.params.value or {}
-      local text = value.kind == 'end' and ''
-        or ('Qwen: %s%s'):format(value.title or '', value.message and (' ' .. value.message) or '')
+      local text = ''
+      if value.kind ~= 'end' then
+        local title = value.title or ''
+        text = (title:match('^Qwen') and '' or 'Qwen: ') .. title .. (value.message and (' ' .. value.message) or '')
+      end
       vim.api.nvim_echo({ { text } }, false, {})
     end,
   })

@@ -16,7 +16,11 @@ local MAX_MESSAGE = 40 -- statuslines are narrow; the full message is in M.curre
 function M.set(status)
   M.current = status
   vim.api.nvim_exec_autocmds('User', { pattern = 'QwenStatus', data = status, modeline = false })
-  pcall(vim.cmd.redrawstatus)
+  -- Nothing to redraw without a UI (and in 0.11.4 headless, :redrawstatus next to a :terminal
+  -- can crash after 'columns' changed).
+  if #vim.api.nvim_list_uis() > 0 then
+    pcall(vim.cmd.redrawstatus)
+  end
 end
 
 --- Handler for the `qwen/status` notification.

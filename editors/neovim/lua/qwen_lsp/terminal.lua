@@ -25,13 +25,13 @@ M.options = {
 }
 
 ---@class qwen_lsp.TerminalRecord
----@field a integer|nil extmark ids
----@field b integer|nil
----@field c integer|nil
----@field d integer|nil
+---@field a { id: integer, col: integer }|nil marks, see set_mark()
+---@field b { id: integer, col: integer }|nil
+---@field c { id: integer, col: integer }|nil
+---@field d { id: integer, col: integer }|nil
 ---@field exit integer|nil
 
----@type table<integer, { records: qwen_lsp.TerminalRecord[], cwd: string|nil }>
+---@type table<integer, { records: qwen_lsp.TerminalRecord[], cwd: string|nil, width: integer|nil }>
 local terminals = {}
 
 local function state(buf)
@@ -39,9 +39,13 @@ local function state(buf)
   return terminals[buf]
 end
 
+--- A mark is an extmark at the start of the cursor's row (it follows the row when scrollback
+--- drops lines) plus the cursor column, kept aside: the row's text may not be in the buffer
+--- yet when the sequence arrives, so the column cannot be checked against it.
+---@return { id: integer, col: integer }|nil
 local function set_mark(buf, cursor)
-  local ok, id = pcall(vim.api.nvim_buf_set_extmark, buf, ns, cursor[1] - 1, cursor[2], {})
-  return ok and id or nil
+  local ok, id = pcall(vim.api.nvim_buf_set_extmark, buf, ns, cursor[1] - 1, 0, {})
+  return ok and { id = id, col = cursor[2] } or nil
 end
 
 local function decode_file_url(url)
@@ -65,6 +69,7 @@ function M.on_request(buf, sequence, cursor)
   if not kind then
     return
   end
+  state(buf).width = M.width(buf) or state(buf).width
   local records = state(buf).records
   local current = records[#records]
   if kind == 'A' then
@@ -73,7 +78,7 @@ function M.on_request(buf, sequence, cursor)
       local old = table.remove(records, 1)
       for _, key in ipairs({ 'a', 'b', 'c', 'd' }) do
         if old[key] then
-          pcall(vim.api.nvim_buf_del_extmark, buf, ns, old[key])
+          pcall(vim.api.nvim_buf_del_extmark, buf, ns, old[key].id)
         end
       end
     end
@@ -87,22 +92,93 @@ function M.on_request(buf, sequence, cursor)
   end
 end
 
-local function pos(buf, id)
-  local p = id and vim.api.nvim_buf_get_extmark_by_id(buf, ns, id, {}) or {}
-  return p[1] and p or nil
+---@return integer[]|nil (row, col), 0-based
+local function pos(buf, mark)
+  local p = mark and vim.api.nvim_buf_get_extmark_by_id(buf, ns, mark.id, {}) or {}
+  return p[1] and { p[1], mark.col } or nil
 end
 
-local function text_between(buf, from, to)
-  if to[1] < from[1] or (to[1] == from[1] and to[2] < from[2]) then
-    return ''
+--- A terminal buffer has one line per screen row, so a long line is split at the terminal's
+--- width. Rows that fill the width exactly are joined with the next one, except rows that
+--- are full on purpose: rules ending in `===`/`---`/`___` and pytest's `[ 42%]` progress.
+---@param rows string[]
+---@param width integer|nil terminal width in cells; nil: no joining
+---@return string[]
+function M.unwrap(rows, width)
+  if not width or width < 1 then
+    return rows
   end
-  local ok, lines = pcall(vim.api.nvim_buf_get_text, buf, from[1], from[2], to[1], to[2], {})
-  if not ok then
-    return ''
+  local lines, pending = {}, nil
+  for _, row in ipairs(rows) do
+    local line = (pending or '') .. row
+    local full = vim.fn.strdisplaywidth(row) == width
+      and not row:match('([=_%-%*#~])%1%1$')
+      and not row:match('%[%s*%d+%%%]$')
+    if full then
+      pending = line
+    else
+      table.insert(lines, line)
+      pending = nil
+    end
+  end
+  if pending then
+    table.insert(lines, pending)
+  end
+  return lines
+end
+
+--- The terminal's width: the narrowest window showing it (the pty follows it), else the
+--- width it had when the shell last sent a mark; nil if never seen in a window.
+---@param buf integer
+---@return integer|nil
+function M.width(buf)
+  local width
+  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+    local info = vim.fn.getwininfo(win)[1]
+    width = math.min(width or math.huge, info.width - info.textoff)
+  end
+  return width or (terminals[buf] and terminals[buf].width)
+end
+
+--- Byte index in `line` of screen cell `cells`: terminal cursor columns count cells, and a
+--- prompt like "❯ " is wider in bytes.
+local function byte_col(line, cells)
+  local width = 0
+  for i = 0, vim.fn.strchars(line) - 1 do
+    if width >= cells then
+      return #vim.fn.strcharpart(line, 0, i)
+    end
+    width = width + vim.fn.strdisplaywidth(vim.fn.strcharpart(line, i, 1))
+  end
+  return #line -- past the text: the row's padding was trimmed
+end
+
+--- Rows from mark `from` to mark `to` (row, cell col), the first and last cut at the marks.
+---@return string[] rows, integer first_cut byte where the first row was cut
+local function rows_between(buf, from, to)
+  if to[1] < from[1] or (to[1] == from[1] and to[2] < from[2]) then
+    return {}, 0
+  end
+  local rows = vim.api.nvim_buf_get_lines(buf, from[1], to[1] + 1, false)
+  if #rows == 0 then
+    return {}, 0
+  end
+  local first_cut = byte_col(rows[1], from[2])
+  rows[#rows] = rows[#rows]:sub(1, byte_col(rows[#rows], to[2]))
+  return rows, first_cut
+end
+
+--- The text between two marks, with wrapped rows joined and the padding of rows dropped.
+local function text_between(buf, from, to)
+  -- Whole rows are unwrapped (a wrapped first row is full including the prompt), then cut.
+  local rows, first_cut = rows_between(buf, from, to)
+  local lines = M.unwrap(rows, M.width(buf))
+  if #lines > 0 then
+    lines[1] = lines[1]:sub(first_cut + 1)
   end
   return table.concat(
     vim.tbl_map(function(line)
-      return (line:gsub('%s+$', '')) -- terminal rows are padded
+      return (line:gsub('%s+$', ''))
     end, lines),
     '\n'
   )
@@ -223,7 +299,11 @@ function M.send_last_command(buf)
   local output = #last.output > MAX_OUTPUT and last.output:sub(-MAX_OUTPUT) or last.output
   local params = { command = last.command, exitCode = last.exit or 1, output = output, cwd = cwd }
   client:notify('qwen/terminalOutput', params)
-  util.notify(('sent `%s` (exit %s); its problems appear as diagnostics'):format(last.command, params.exitCode))
+  if params.exitCode == 0 then
+    util.notify(('`%s` succeeded: its earlier diagnostics are cleared'):format(last.command))
+  else
+    util.notify(('sent `%s` (exit %d): its problems appear as diagnostics'):format(last.command, params.exitCode))
+  end
   return params
 end
 

@@ -36,6 +36,7 @@ describe("qwen-lsp over stdio (vscode-jsonrpc) against the vLLM double", () => {
   let double: Double;
   let lsp: LspSession;
   let pytestCommand: string;
+  let capabilities: Raw;
 
   before(async () => {
     work = mkdtempSync(path.join(tmpdir(), "qwen-vscode-e2e-"));
@@ -81,7 +82,8 @@ describe("qwen-lsp over stdio (vscode-jsonrpc) against the vLLM double", () => {
       60_000,
       "initialize",
     );
-    assert.ok((init as Raw).capabilities.codeActionProvider, "the server must offer code actions");
+    capabilities = (init as Raw).capabilities;
+    assert.ok(capabilities.codeActionProvider?.resolveProvider, "the server must offer lazily resolved code actions");
     await lsp.connection.sendNotification("initialized", {});
     await lsp.connection.sendNotification("textDocument/didOpen", {
       textDocument: { uri: calcUri, languageId: "python", version: VERSION, text: BUGGY },
@@ -94,7 +96,25 @@ describe("qwen-lsp over stdio (vscode-jsonrpc) against the vLLM double", () => {
     rmSync(work, { recursive: true, force: true });
   });
 
-  it("turns a failing terminal command into diagnostics, then fixes the file with the code action", async () => {
+  it("advertises no client command (VS Code's client would fail to register it twice)", () => {
+    const advertised: string[] = capabilities.executeCommandProvider?.commands ?? [];
+    for (const command of ["qwen.runInTerminal", "qwen.ask"]) {
+      assert.ok(!advertised.includes(command), `the server advertises the client command ${command}`);
+    }
+  });
+
+  // A known gap, reported: the server does not implement qwen.server.review yet. `todo` keeps
+  // the failure visible in the output without failing the suite; drop it once the server has it.
+  it("advertises every server command of docs/protocol.md", { todo: "server lacks qwen.server.review" }, () => {
+    const advertised: string[] = capabilities.executeCommandProvider?.commands ?? [];
+    for (const command of ["qwen.server.ask", "qwen.server.explain", "qwen.server.review", "qwen.server.fix"]) {
+      assert.ok(advertised.includes(command), `${command} is not among ${JSON.stringify(advertised)}`);
+    }
+  });
+
+  it("turns a failing terminal command into diagnostics, then fixes the file with the code action", async (t) => {
+    const started = Date.now();
+    const lap = (what: string) => t.diagnostic(`${what} at ${Date.now() - started} ms`);
     const run = spawnSync(python(), ["-m", "pytest", "-q", "-p", "no:cacheprovider", "test_calc.py"], {
       cwd: project,
       encoding: "utf8",
@@ -102,6 +122,7 @@ describe("qwen-lsp over stdio (vscode-jsonrpc) against the vLLM double", () => {
     assert.notEqual(run.status, 0, "the project's test must fail before the fix");
     assert.match(run.stdout, /NameError/);
 
+    lap("pytest ran");
     await double.script(FIX_SCRIPT);
     const from = lsp.notifications.length;
     await lsp.connection.sendNotification("qwen/terminalOutput", {
@@ -116,6 +137,7 @@ describe("qwen-lsp over stdio (vscode-jsonrpc) against the vLLM double", () => {
       30_000,
       from,
     );
+    lap("diagnostics published");
     const diagnostic = published.diagnostics.find((d: Raw) => d.source === "qwen");
     assert.ok(diagnostic, `a diagnostic with source qwen: ${JSON.stringify(published)}`);
     assert.equal(diagnostic.range.start.line, 1, "at calc.py line 2, where the traceback points");
@@ -135,6 +157,7 @@ describe("qwen-lsp over stdio (vscode-jsonrpc) against the vLLM double", () => {
       90_000,
       "codeAction/resolve",
     )) as Raw;
+    lap(`code action resolved: "${resolved.title}"`);
     const changes = resolved.edit?.documentChanges as Raw[] | undefined;
     assert.ok(changes && changes.length === 1, `one document change: ${JSON.stringify(resolved.edit)}`);
     const [change] = changes;

@@ -1,0 +1,215 @@
+-- End to end in headless Neovim: the real qwen-lsp server, the vLLM test double, a real buggy
+-- project, and a real bash in :terminal with the plugin's OSC 133 integration.
+--   QWEN_LSP_PYTHON=/path/to/venv/bin/python nvim --headless --clean -u NONE -l editors/neovim/tests/e2e.lua
+-- Exits 1 on any failure.
+
+package.path = vim.fs.dirname(vim.fn.fnamemodify(arg[0], ':p')) .. '/?.lua;' .. package.path
+local t = require('harness')
+local plugin_dir = t.load_plugin()
+vim.cmd('filetype on') -- -u NONE leaves it off, and vim.lsp.enable starts clients on FileType
+
+local REPO = os.getenv('QWEN_LSP_REPO') or vim.fs.dirname(vim.fs.dirname(plugin_dir))
+local PYTHON = os.getenv('QWEN_LSP_PYTHON')
+  or (vim.uv.fs_stat(REPO .. '/.venv/bin/python') and REPO .. '/.venv/bin/python')
+  or 'python3'
+
+local BUGGY = { 'def add(a, b):', '    total = a + c', '    return total' }
+local FIXED = { 'def add(a, b):', '    total = a + b', '    return total' }
+local DOCUMENTED = { 'def add(a, b):', '    """Sum of a and b."""', '    total = a + b', '    return total' }
+local PLAN = {
+  hypotheses = { 'add() uses an undefined name c instead of b' },
+  evidence = { { path = 'calc.py', start_line = 2, end_line = 2, reason = "NameError: name 'c' is not defined" } },
+  steps = { 'use b in add' },
+  verify_command = vim.NIL,
+}
+local function call(name, arguments)
+  return { tool_calls = { { name = name, arguments = arguments } } }
+end
+-- What the double answers, in order: the fix (plan, read, edit, finish), then :QwenAsk.
+local SCRIPT = {
+  { reasoning = 'The traceback points at calc.py line 2: c is undefined.', content = vim.json.encode(PLAN) },
+  call('read_file', { path = 'calc.py' }),
+  call('edit_file', { path = 'calc.py', old_string = 'total = a + c', new_string = 'total = a + b' }),
+  call('finish', { summary = 'add() now adds b' }),
+  { reasoning = 'Add a docstring.', content = vim.json.encode(vim.tbl_extend('force', PLAN, { steps = { 'docstring' } })) },
+  call('edit_file', { path = 'calc.py', old_string = 'def add(a, b):\n', new_string = 'def add(a, b):\n    """Sum of a and b."""\n' }),
+  call('finish', { summary = 'documented add()' }),
+}
+
+local work = vim.fn.tempname()
+local project = work .. '/proj'
+vim.fn.mkdir(project, 'p')
+vim.fn.writefile(BUGGY, project .. '/calc.py')
+vim.fn.writefile({ 'from calc import add', '', '', 'def test_add():', '    assert add(2, 3) == 5' }, project .. '/test_calc.py')
+vim.fn.writefile({ vim.json.encode(SCRIPT) }, work .. '/script.json')
+local PYTEST = PYTHON .. ' -m pytest -q -p no:cacheprovider test_calc.py'
+
+local double, base_url
+local statuses, progress, notes = {}, {}, {}
+vim.notify = function(msg) -- collected: shown on failure, checked where it matters
+  table.insert(notes, msg)
+end
+vim.api.nvim_create_autocmd('LspProgress', {
+  callback = function(ev)
+    local value = ev.data.params.value or {}
+    table.insert(progress, value.message or value.title or value.kind)
+  end,
+})
+vim.api.nvim_create_autocmd('User', {
+  pattern = 'QwenStatus',
+  callback = function(ev)
+    table.insert(statuses, ev.data.state)
+  end,
+})
+
+local function start_double()
+  double = vim.system({ PYTHON, '-m', 'tests.vllm_double', '--port', '0', '--script', work .. '/script.json' }, {
+    cwd = REPO,
+    stdout = function(_, data)
+      base_url = base_url or (data and data:match('READY (%S+)'))
+    end,
+  })
+  t.wait(60000, function()
+    return base_url ~= nil
+  end, 'the vLLM double to print READY')
+end
+
+local calc_buf, term_buf, client
+
+t.cleanup(function()
+  if double then
+    double:kill('sigterm')
+    double:wait(5000)
+  end
+  vim.fn.delete(work, 'rf')
+end)
+
+t.on_failure(function()
+  return 'notifications:\n' .. table.concat(notes, '\n')
+end)
+
+t.on_failure(function() -- the server's stderr goes to the LSP log
+  local lines = vim.fn.readfile(vim.lsp.get_log_path())
+  return 'LSP log (' .. vim.lsp.get_log_path() .. '), last lines:\n' .. table.concat(vim.list_slice(lines, math.max(1, #lines - 60)), '\n')
+end)
+
+t.test('the server starts and attaches to a Python buffer', function()
+  start_double()
+  require('qwen_lsp').setup({
+    python = PYTHON,
+    settings = { baseUrl = base_url, cacheDir = work .. '/cache', maxRetries = 0 },
+  })
+  vim.cmd.edit(project .. '/calc.py')
+  calc_buf = vim.api.nvim_get_current_buf()
+  t.wait(60000, function()
+    client = vim.lsp.get_clients({ bufnr = calc_buf, name = 'qwen_lsp' })[1]
+    return client ~= nil and client.initialized
+  end, 'qwen_lsp to attach and initialize')
+  t.eq(client.root_dir, vim.fs.normalize(project), 'workspace root: the file directory (no marker in the temp project)')
+  t.ok(client.server_capabilities.codeActionProvider, 'the server offers code actions')
+end)
+
+--- Types `command` into the bash terminal and waits until OSC 133 says it finished.
+local function run_in_terminal(command)
+  local terminal = require('qwen_lsp.terminal')
+  local before = terminal.last_command(term_buf)
+  vim.fn.chansend(vim.bo[term_buf].channel, command .. '\n')
+  t.wait(60000, function()
+    local last = terminal.last_command(term_buf)
+    return last ~= nil and last.exit ~= nil and not vim.deep_equal(last, before)
+  end, 'OSC 133 D for: ' .. command)
+  return terminal.last_command(term_buf)
+end
+
+t.test('a failing command in :terminal becomes diagnostics with :QwenFixTerminal', function()
+  -- A bashrc as editors/README.md says: a prompt, then the plugin's OSC 133 marks.
+  vim.fn.writefile({ "PS1='$ '", '. ' .. vim.fn.shellescape(plugin_dir .. '/shell/osc133.bash') }, work .. '/bashrc')
+  vim.cmd('botright new')
+  term_buf = vim.api.nvim_get_current_buf()
+  vim.fn.jobstart({ 'bash', '--noprofile', '--rcfile', work .. '/bashrc', '-i' }, {
+    term = true,
+    cwd = project,
+    env = { HISTFILE = '/dev/null' },
+  })
+  local last = run_in_terminal(PYTEST)
+  t.eq(last.command, PYTEST, 'command read between the B and C marks')
+  t.eq(last.exit, 1, 'exit status from the D mark')
+  t.ok(last.output:match('NameError'), 'output read between the C and D marks:\n' .. last.output)
+
+  vim.cmd('QwenFixTerminal')
+  t.wait(30000, function()
+    return #vim.diagnostic.get(calc_buf) > 0
+  end, 'diagnostics on calc.py')
+  local diagnostic = vim.diagnostic.get(calc_buf)[1]
+  t.eq(diagnostic.source, 'qwen', 'source')
+  t.eq(diagnostic.lnum, 1, 'on line 2, where the traceback points')
+  t.ok(diagnostic.message:match('NameError'), 'message: ' .. diagnostic.message)
+end)
+
+t.test('the Qwen code action is listed (gra) and applying it fixes the file', function()
+  local win = vim.fn.bufwinid(calc_buf)
+  vim.api.nvim_set_current_win(win)
+  vim.api.nvim_win_set_cursor(win, { 2, 4 })
+  local params = vim.lsp.util.make_range_params(win, client.offset_encoding)
+  params.context = {
+    diagnostics = vim.tbl_map(function(d)
+      return d.user_data.lsp
+    end, vim.diagnostic.get(calc_buf, { lnum = 1 })),
+  }
+  local responses = vim.lsp.buf_request_sync(calc_buf, 'textDocument/codeAction', params, 30000) or {}
+  local titles = {}
+  for _, response in pairs(responses) do
+    for _, action in ipairs(response.result or {}) do
+      table.insert(titles, action.title)
+    end
+  end
+  t.ok(vim.iter(titles):any(function(title)
+    return vim.startswith(title, 'Fix with Qwen')
+  end), 'a "Fix with Qwen" action among ' .. vim.inspect(titles))
+
+  -- What `gra` does, with the choice made: request, resolve lazily, apply the versioned edit.
+  vim.lsp.buf.code_action({
+    apply = true,
+    filter = function(action)
+      return vim.startswith(action.title, 'Fix with Qwen')
+    end,
+  })
+  t.wait(90000, function()
+    return vim.deep_equal(vim.api.nvim_buf_get_lines(calc_buf, 0, -1, false), FIXED)
+  end, 'the buffer to be fixed; it is: ' .. vim.inspect(vim.api.nvim_buf_get_lines(calc_buf, 0, -1, false)))
+  vim.cmd.write()
+  t.eq(vim.fn.readfile(project .. '/calc.py'), FIXED, 'file fixed on disk')
+  t.ok(vim.tbl_contains(statuses, 'busy'), 'qwen/status said busy: ' .. vim.inspect(statuses))
+  t.ok(vim.tbl_contains(progress, 'planning'), '$/progress reached LspProgress: ' .. vim.inspect(progress))
+  t.wait(10000, function()
+    return require('qwen_lsp').status_state().state == 'idle'
+  end, 'qwen/status idle again')
+end)
+
+t.test('the passing re-run clears the diagnostics (exit 0)', function()
+  local last = run_in_terminal(PYTEST)
+  t.eq(last.exit, 0, 'the test passes now:\n' .. last.output)
+  vim.api.nvim_set_current_buf(term_buf)
+  vim.cmd('QwenFixTerminal')
+  t.ok(notes[#notes]:match('succeeded'), 'says so: ' .. notes[#notes])
+  t.wait(30000, function()
+    return #vim.diagnostic.get(calc_buf) == 0
+  end, 'diagnostics cleared')
+end)
+
+t.test(':QwenAsk runs qwen.server.ask and the edit is applied', function()
+  vim.api.nvim_set_current_buf(calc_buf)
+  vim.cmd('1,3QwenAsk add a docstring')
+  t.wait(90000, function()
+    return vim.deep_equal(vim.api.nvim_buf_get_lines(calc_buf, 0, -1, false), DOCUMENTED)
+  end, 'the docstring; the buffer is: ' .. vim.inspect(vim.api.nvim_buf_get_lines(calc_buf, 0, -1, false)))
+end)
+
+t.test('the server shuts down cleanly', function()
+  client:stop()
+  t.wait(10000, function()
+    return client:is_stopped()
+  end, 'the server to stop')
+end)
+
+t.run({ steps = true })
