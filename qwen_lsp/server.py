@@ -525,19 +525,17 @@ class QwenLanguageServer(LanguageServer):
         return actions
 
     def task_for(self, diagnostic: types.Diagnostic, root: Path, rel: str) -> Task:
-        """What to ask the engine for a diagnostic: ours carry their terminal run (output and
-        the command to verify with); any other server's is fixed from its message."""
-        start, end = diagnostic.range.start.line + 1, diagnostic.range.end.line + 1
+        """What to ask the engine for a diagnostic. Ours stand for a failing command: the task is
+        "make that command pass" (verified by re-running it), the same task `qfix` builds, so
+        every diagnostic of one run and a qfix run before share one cached plan. Any other
+        server's diagnostic is fixed from its message, at its lines."""
         data = diagnostic.data if isinstance(diagnostic.data, dict) else {}
         if diagnostic.source == protocol.SOURCE and "run" in data:
             with contextlib.suppress(ValueError):
                 info = protocol.DiagnosticData.model_validate(data)
                 run = self.runs.get(info.run)
-                return Task(
-                    kind=TaskKind.traceback, description=diagnostic.message, path=rel, start_line=start, end_line=end,
-                    terminal_output=run.output if run else None, command=info.command, exit_code=info.exit_code,
-                    cwd=info.cwd or None,
-                )
+                return command_task(info.command, info.exit_code, run.output if run else None, info.cwd)
+        start, end = diagnostic.range.start.line + 1, diagnostic.range.end.line + 1
         code = f"[{diagnostic.code}] " if diagnostic.code is not None else ""
         source = f"{diagnostic.source}: " if diagnostic.source else ""
         return Task(kind=TaskKind.diagnostic, description=f"{source}{code}{diagnostic.message}", path=rel,
@@ -756,6 +754,19 @@ class QwenLanguageServer(LanguageServer):
         if self.worker is not None:
             self.worker.stop(wait=self.busy > 0)  # only model streams need closing before we exit
             self.worker = None
+
+
+def command_task(command: str, exit_code: int, output: str | None, cwd: str) -> Task:
+    """The engine task for a failed command, field for field as `qfix` builds it
+    (terminal_agent/agent.py, Failure.task): equal tasks share the disk-cached plan."""
+    return Task(
+        kind=TaskKind.command,
+        description=f"`{command}` failed with exit code {exit_code}",
+        command=command,
+        terminal_output=output if output is not None else "(the output was not captured)",
+        exit_code=exit_code,
+        cwd=cwd or None,
+    )
 
 
 def _snake(key: str) -> str:

@@ -82,6 +82,24 @@ async def test_resolve_fixes_a_real_bug_with_a_versioned_annotated_edit(lsp, vll
     assert "busy" in states and states[-1] == "idle"
 
 
+async def test_a_terminal_diagnostic_is_the_failing_command_and_its_plan_is_cached(lsp, vllm, project):
+    terminal_output(lsp, PYTEST, 1, PYTEST_OUTPUT, project)
+    test_uri = file_uri(project, "test_calc.py")
+    diagnostics = await wait_until(lambda: lsp.diagnostics.get(test_uri))
+    (fix, *_) = await code_actions(lsp, test_uri, list(diagnostics))
+
+    vllm.script(plan_reply(), *FIX_REPLIES)
+    await lsp.code_action_resolve_async(fix)
+    plan_request = vllm.chat_requests()[0]
+    assert f"`{PYTEST}` failed with exit code 1" in json.dumps(plan_request["messages"])
+
+    vllm.reset()
+    vllm.script(*FIX_REPLIES)  # no plan: the same failure again is answered from the disk cache
+    again = await lsp.code_action_resolve_async(fix)
+    assert again.edit is not None
+    assert [b["chat_template_kwargs"]["enable_thinking"] for b in vllm.chat_requests()] == [False, False, False]
+
+
 async def test_cancel_during_resolve_stops_the_model_stream(lsp, vllm, project):
     uri = open_doc(lsp, project, "calc.py")
     (fix, *_) = await code_actions(lsp, uri, [foreign_diagnostic()])
