@@ -15,13 +15,13 @@ import os
 import sys
 from collections.abc import Callable
 
-from . import __version__
+from . import __version__, ops_cli
 
 TCP_HOST = "127.0.0.1"  # never listen beyond this machine: the server reads and edits the workspace
 
 Handler = Callable[[argparse.Namespace], int]
 # Each entry adds one subcommand: `def add(sub): p = sub.add_parser("doctor", help=...); p.set_defaults(handler=run)`.
-SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = []
+SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [*ops_cli.SUBCOMMANDS]
 
 
 def serve(args: argparse.Namespace) -> int:

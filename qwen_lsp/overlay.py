@@ -44,6 +44,8 @@ class Overlay:
         rel = self.relpath(path)
         if rel in self._written:
             return self._written[rel]
+        if rel in self.originals:  # read once: a file changing mid-run must not leak into the diff
+            return self.originals[rel]
         text = self._read_buffer(rel) if self._read_buffer else None
         if text is None:
             text = _read_disk(self.root / rel)

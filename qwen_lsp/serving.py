@@ -121,5 +121,5 @@ def _command(model: str, context: int, tp: int, dp: int, seqs: int, mtp: bool) -
 
 LLAMA_CPP_ROUTE = """\
 # Macs and CPUs: llama.cpp with a GGUF quantization (Q4_K_M is about 17 GB), OpenAI-compatible on :8000
-llama-server -hf <a Qwen3.6-27B GGUF repository>:Q4_K_M --jinja -c 65536 --port 8000
+llama-server -m Qwen3.6-27B-Q4_K_M.gguf --jinja -c 65536 --port 8000
 # qwen-lsp talks to it the same way; tool calls and reasoning depend on the GGUF's chat template."""

@@ -204,3 +204,11 @@ def test_apply_refuses_files_changed_since_they_were_read(tmp_path):
     (tmp_path / "b.py").write_text("y = 1\n")
     apply_changes(tmp_path, changes)
     assert (tmp_path / "a.py").read_text() == "x = 2\n" and (tmp_path / "b.py").read_text() == "y = 2\n"
+
+
+def test_overlay_reads_each_file_once(tmp_path):
+    buffers = iter(["x = 1\n", "x = 1\nz = 3\n"])  # the file changes between two reads
+    overlay = Overlay(tmp_path, lambda rel: next(buffers))
+    assert overlay.read("m.py") == overlay.read("m.py") == "x = 1\n"
+    overlay.write("m.py", "x = 2\n")
+    assert overlay.changes()[0].original == "x = 1\n"

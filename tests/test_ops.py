@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from qwen_lsp import calllog
+from qwen_lsp.cli import main as qwen_lsp_main
 from qwen_lsp.doctor import run_doctor
 from qwen_lsp.serving import (
     LINEAR_STATE_BYTES, NotEnoughMemory, kv_bytes_per_token, max_context, plan_serving, tensor_parallel,
@@ -168,3 +169,33 @@ def test_vllm_metrics_give_the_server_side_prefix_hit_rate():
     )
     metrics = parse_metrics(text)
     assert (metrics.prefix_cache_hit_rate, metrics.ttft_mean) == (0.75, 0.75)
+
+
+# -- the subcommands ---------------------------------------------------------------------------
+
+
+def test_model_command_prints_the_vllm_command(capsys):
+    assert qwen_lsp_main(["model-command", "--gpu-memory-gib", "48"]) == 0
+    out = capsys.readouterr().out
+    assert "vllm serve Qwen/Qwen3.6-27B-FP8 --max-model-len 182272" in out and "llama-server" in out
+
+
+def test_model_command_too_small_exits_1_with_the_llama_cpp_route(capsys):
+    assert qwen_lsp_main(["model-command", "--gpu-memory-gib", "16"]) == 1
+    captured = capsys.readouterr()
+    assert "cannot hold" in captured.err and "llama-server" in captured.out
+
+
+def test_doctor_json_for_scripts(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("QWEN_LSP_CACHE_DIR", str(tmp_path))
+    with VLLMDouble(tool_parser=False) as double:
+        double.responder = honest_server
+        code = qwen_lsp_main(["doctor", "--json", "--base-url", double.base_url])
+    checks = {c["name"]: c for c in json.loads(capsys.readouterr().out)}
+    assert code == 1 and not checks["tool calls parse"]["ok"] and checks["thinking works"]["ok"]
+
+
+def test_stats_command_reads_the_log(capsys):
+    assert qwen_lsp_main(["stats", "--log", str(RECORDED_LOG), "--json"]) == 0
+    local = json.loads(capsys.readouterr().out)["local"]
+    assert (local["fixes"], local["calls"], local["calls_per_fix"]) == (2, 7, 3.5)

@@ -1,0 +1,81 @@
+"""Operator subcommands of `qwen-lsp`: model-command, doctor, stats."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import urllib.request
+from pathlib import Path
+
+from . import calllog, doctor, serving, stats
+from .settings import load_settings
+
+
+def add_model_command(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("model-command", help="print the recommended `vllm serve` command for your GPUs")
+    p.add_argument("--gpu-memory-gib", type=float, required=True, help="memory of ONE GPU, in GiB (e.g. 80)")
+    p.add_argument("--gpus", type=int, default=1, help="number of GPUs (default 1)")
+    p.add_argument("--mtp", action="store_true", help="multi-token prediction (speculative decoding)")
+    p.add_argument("--max-num-seqs", type=int, default=4, help="concurrent sequences to plan for (default 4)")
+    p.set_defaults(handler=_model_command)
+
+
+def _model_command(args: argparse.Namespace) -> int:
+    try:
+        plan = serving.plan_serving(args.gpu_memory_gib, args.gpus, mtp=args.mtp, max_num_seqs=args.max_num_seqs)
+    except serving.NotEnoughMemory as exc:
+        print(f"# {exc}", file=sys.stderr)
+        print(serving.LLAMA_CPP_ROUTE)
+        return 1
+    print(f"# {plan.weights.upper()} weights, tensor parallel {plan.tensor_parallel}, "
+          f"{plan.data_parallel} replica(s), {plan.kv_cache_gib} GiB KV cache per replica")
+    print(plan.shell())
+    if plan.data_parallel > 1 or args.gpus > 1:
+        print("# Behind a router: set QWEN_LSP_BASE_URL to the router; qwen-lsp sends x-session-id per workspace.")
+    print()
+    print(serving.LLAMA_CPP_ROUTE)
+    return 0
+
+
+def add_doctor(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("doctor", help="check the model server: reachable, thinking, tools, caching, tokenizer")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--base-url", help="model server URL (default: settings)")
+    p.set_defaults(handler=_doctor)
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    settings = load_settings(Path.cwd(), {"base_url": args.base_url})
+    checks = asyncio.run(doctor.run_doctor(settings))
+    print(doctor.to_json(checks) if args.json else doctor.render(checks))
+    return 0 if all(c.ok for c in checks) else 1
+
+
+def add_stats(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("stats", help="summarize the local model-call log (and vLLM's /metrics)")
+    p.add_argument("--log", type=Path, help="call log (default: <cache dir>/calls.jsonl)")
+    p.add_argument("--metrics", action="store_true", help="also read the server's /metrics")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(handler=_stats)
+
+
+def _stats(args: argparse.Namespace) -> int:
+    settings = load_settings(Path.cwd())
+    summary = stats.summarize(calllog.read(args.log or calllog.log_path(settings.cache_dir)))
+    metrics = None
+    if args.metrics:
+        url = settings.base_url.rstrip("/").removesuffix("/v1") + "/metrics"
+        try:
+            metrics = stats.parse_metrics(urllib.request.urlopen(url, timeout=10).read().decode())
+        except OSError as exc:
+            print(f"could not read {url}: {exc}", file=sys.stderr)
+    if args.json:
+        print(json.dumps({"local": summary.model_dump(), "server": metrics.model_dump() if metrics else None}, indent=2))
+    else:
+        print(stats.render(summary, metrics))
+    return 0
+
+
+SUBCOMMANDS = [add_model_command, add_doctor, add_stats]
