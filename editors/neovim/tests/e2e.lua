@@ -118,6 +118,7 @@ local function run_in_terminal(command)
     local last = terminal.last_command(term_buf)
     return last ~= nil and last.exit ~= nil and not vim.deep_equal(last, before)
   end, 'OSC 133 D for: ' .. command)
+  t.settle(term_buf)
   return terminal.last_command(term_buf)
 end
 

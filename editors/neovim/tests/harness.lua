@@ -17,6 +17,11 @@ function M.on_failure(fn)
   table.insert(M.diagnostics, fn)
 end
 
+--- Ends the current case as skipped, e.g. when an optional program is missing.
+function M.skip(reason)
+  error({ skip = reason }, 0)
+end
+
 function M.eq(actual, expected, what)
   if not vim.deep_equal(actual, expected) then
     error(('%s\n  expected: %s\n  actual:   %s'):format(what or 'values differ', vim.inspect(expected), vim.inspect(actual)), 2)
@@ -36,6 +41,19 @@ function M.wait(ms, cond, what)
   end
 end
 
+--- Waits until a terminal buffer's text stops changing for 100 ms (at most 5 s): its
+--- screen is copied into the buffer on a timer, after the shell's marks have arrived.
+function M.settle(buf)
+  local last, stable_since = nil, vim.uv.now()
+  vim.wait(5000, function()
+    local text = table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), '\n')
+    if text ~= last then
+      last, stable_since = text, vim.uv.now()
+    end
+    return vim.uv.now() - stable_since >= 100
+  end, 20)
+end
+
 --- Runs the cases and exits: 0 if all passed, 1 otherwise. With `steps`, the cases build on
 --- each other, so the first failure skips the rest.
 ---@param opts { steps: boolean }|nil
@@ -48,9 +66,14 @@ function M.run(opts)
       goto continue
     end
     local started = vim.uv.hrtime()
-    local ok, err = xpcall(case.fn, debug.traceback)
+    local ok, err = xpcall(case.fn, function(e)
+      return type(e) == 'table' and e or debug.traceback(e, 2)
+    end)
     local ms = (vim.uv.hrtime() - started) / 1e6
-    if ok then
+    if not ok and type(err) == 'table' and err.skip then
+      skipped = skipped + 1
+      io.stdout:write(('skip %s: %s\n'):format(case.name, err.skip))
+    elseif ok then
       io.stdout:write(('ok   %s (%.0f ms)\n'):format(case.name, ms))
     else
       failed = failed + 1

@@ -35,7 +35,8 @@ local function terminal_buffers()
   end, vim.api.nvim_list_bufs())
 end
 
---- A terminal running `script` (sh); waits for `done()`.
+--- A terminal running `script` (sh); waits for `done()`, then for the buffer to catch up:
+--- OSC sequences arrive before the terminal's text is refreshed into the buffer.
 local function run_in_sh(script, done)
   vim.cmd('botright new')
   local buf = vim.api.nvim_get_current_buf()
@@ -43,6 +44,7 @@ local function run_in_sh(script, done)
   t.wait(5000, function()
     return done(buf)
   end, 'the terminal script to finish')
+  t.settle(buf)
   return buf
 end
 
@@ -174,6 +176,58 @@ t.test('a prompt wider in bytes than in cells ("❯ ") does not cut the command'
     end
   )
   t.eq(terminal.last_command(buf), { command = 'cargo build', output = 'error[E0425]: x\n', exit = 101 }, 'command')
+  vim.cmd('bwipeout!')
+end)
+
+--- An interactive `shell` in :terminal whose rc file sets a plain prompt and sources the
+--- plugin's snippet, as editors/README.md says; returns the buffer once the first prompt is up.
+local function shell_with_snippet(shell)
+  if vim.fn.executable(shell) == 0 then
+    t.skip(shell .. ' is not installed')
+  end
+  local dir = vim.fn.tempname()
+  vim.fn.mkdir(dir, 'p')
+  local snippet = vim.fn.shellescape(plugin_dir .. '/shell/osc133.' .. shell)
+  local cmd, env
+  if shell == 'bash' then
+    -- A later PROMPT_COMMAND hook must still see the command's status.
+    vim.fn.writefile({ "PS1='$ '", '. ' .. snippet, [[PROMPT_COMMAND="$PROMPT_COMMAND;"'echo "after=$?"']] }, dir .. '/rc')
+    cmd, env = { 'bash', '--noprofile', '--rcfile', dir .. '/rc', '-i' }, { HISTFILE = '/dev/null' }
+  else
+    vim.fn.writefile({ "PS1='%% '", 'source ' .. snippet, 'precmd_functions+=(__after); __after() { echo "after=$?" }' }, dir .. '/.zshrc')
+    cmd, env = { 'zsh', '-i' }, { ZDOTDIR = dir, HISTFILE = '/dev/null' }
+  end
+  vim.cmd('botright new')
+  local buf = vim.api.nvim_get_current_buf()
+  vim.fn.jobstart(cmd, { term = true, env = env, cwd = dir })
+  return buf
+end
+
+for _, shell in ipairs({ 'bash', 'zsh' }) do
+  t.test(('shell/osc133.%s marks commands for :QwenFixTerminal and keeps $? for later hooks'):format(shell), function()
+    local buf = shell_with_snippet(shell)
+    vim.fn.chansend(vim.bo[buf].channel, 'echo one; (exit 3)\n')
+    t.wait(10000, function()
+      local last = terminal.last_command(buf)
+      return last and last.exit ~= nil
+    end, 'the command to finish')
+    t.settle(buf)
+    t.eq(terminal.last_command(buf), { command = 'echo one; (exit 3)', output = 'one\n', exit = 3 }, 'last command')
+    t.wait(5000, function()
+      return table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), '\n'):find('after=3', 1, true) ~= nil
+    end, 'the later hook to print after=3')
+    vim.cmd('bwipeout!')
+  end)
+end
+
+t.test('a command line sent with the C mark (fish 4, cmdline_url) is used as is', function()
+  local buf = run_in_sh(
+    [[printf '\033]133;A\007> \033]133;B\007(what the screen shows)\r\n\033]133;C;cmdline_url=make%%20%%20check\007boom\r\n\033]133;D;2\007'; sleep 30]],
+    function(b)
+      return terminal.last_command(b) ~= nil
+    end
+  )
+  t.eq(terminal.last_command(buf), { command = 'make  check', output = 'boom\n', exit = 2 }, 'command from cmdline_url')
   vim.cmd('bwipeout!')
 end)
 

@@ -30,6 +30,7 @@ M.options = {
 ---@field c { id: integer, col: integer }|nil
 ---@field d { id: integer, col: integer }|nil
 ---@field exit integer|nil
+---@field cmdline string|nil the command line, when the shell sends it with C
 
 ---@type table<integer, { records: qwen_lsp.TerminalRecord[], cwd: string|nil, width: integer|nil }>
 local terminals = {}
@@ -48,11 +49,15 @@ local function set_mark(buf, cursor)
   return ok and { id = id, col = cursor[2] } or nil
 end
 
+local function percent_decode(text)
+  return (text:gsub('%%(%x%x)', function(hex)
+    return string.char(tonumber(hex, 16))
+  end))
+end
+
 local function decode_file_url(url)
   local path = url:match('^file://[^/]*(/.*)$')
-  return path and path:gsub('%%(%x%x)', function(hex)
-    return string.char(tonumber(hex, 16))
-  end)
+  return path and percent_decode(path)
 end
 
 --- Handles one OSC sequence from a terminal (the TermRequest autocmd calls this).
@@ -86,6 +91,9 @@ function M.on_request(buf, sequence, cursor)
     current.b = set_mark(buf, cursor)
   elseif current and kind == 'C' and not current.c then
     current.c = set_mark(buf, cursor)
+    -- fish ≥ 4 (kitty's protocol) sends the command line itself: exact, even when wrapped.
+    local url = params:match(';cmdline_url=([^;]*)')
+    current.cmdline = url and percent_decode(url) or params:match(';cmdline=([^;]*)')
   elseif current and kind == 'D' and current.c and not current.d then
     current.d = set_mark(buf, cursor)
     current.exit = tonumber(params:match('^;(%-?%d+)')) -- may be absent: then unknown
@@ -226,7 +234,9 @@ function M.last_command(buf)
     local a, b, c, d = pos(buf, r.a), pos(buf, r.b), pos(buf, r.c), pos(buf, r.d)
     if c and d then
       local command
-      if b then
+      if r.cmdline then
+        command = r.cmdline
+      elseif b then
         command = text_between(buf, b, c)
       elseif a then
         local line = vim.api.nvim_buf_get_lines(buf, a[1], a[1] + 1, false)[1] or ''
