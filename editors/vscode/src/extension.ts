@@ -43,6 +43,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     lsp.onDidChangeState(({ newState }) => {
       if (newState === State.Starting) status.starting();
       else if (newState === State.Stopped) status.stopped();
+      // Until the server's first qwen/status: running is all we know.
+      else status.update({ state: "idle", message: "The Qwen language server is running" });
     }),
     lsp.onNotification(STATUS_NOTIFICATION, (params: StatusParams) => status.update(params)),
     vscode.commands.registerCommand(CLIENT_COMMANDS.runInTerminal, (arg: unknown) => runInTerminal(arg)),
