@@ -5,6 +5,7 @@
     show the plan, a colored diff per file, risk-labelled shell suggestions
     ask     [a]pply / [s]kip / [e]dit command / [q]uit    (--yes: write files, never run commands)
     apply   save the undo entry, then apply_changes      (refuses files changed meanwhile)
+    ask     about each suggested command: an accepted one goes to the user's command line
     verify  re-run the command for real: exit 0 only if it passes now
 
 Shell suggestions are never run by qfix: an accepted one goes to the shell's
@@ -36,7 +37,7 @@ from . import undo
 from .pty_run import Finished, run_in_pty, run_shell_command
 from .report import QfixReport, Verification
 from .state import ShellRecord, last_record, tmux_output
-from .ui import UI
+from .ui import UI, Choice
 
 
 @dataclass
@@ -73,14 +74,6 @@ class Failure:
         return run_shell_command(command or self.command, self.cwd, self.shell, echo_fd=echo_fd)
 
 
-@dataclass
-class Decision:
-    apply: bool = False
-    verify_command: str | None = None  # None: the failed command itself
-    handoff: str | None = None  # a shell command for the user's command line
-    quit: bool = False
-
-
 def fix(failure: Failure, opts: Options, ui: UI, report: QfixReport) -> int:
     """The whole story of one failed command; returns qfix's exit code."""
     settings = load_settings(failure.workspace)
@@ -96,8 +89,8 @@ def fix(failure: Failure, opts: Options, ui: UI, report: QfixReport) -> int:
         ui.say("\nDry run: nothing was changed.", "bold")
         return 0
 
-    decision = decide(result, failure, opts, ui)
-    if decision.apply:
+    choice, verify_command = ask_to_apply(result, failure, opts, ui)
+    if choice == "apply":
         try:
             apply_with_undo(failure, result.changes)
         except StaleFile as exc:
@@ -105,18 +98,20 @@ def fix(failure: Failure, opts: Options, ui: UI, report: QfixReport) -> int:
             return 1
         report.applied = True
         ui.ok(f"applied to {', '.join(c.path for c in result.changes)}  (qfix --undo puts it back)")
-    if decision.handoff:
-        hand_to_shell(decision.handoff, ui)
-    if not report.applied or decision.quit or decision.handoff:
-        return 0 if decision.handoff else 1  # a handed-over command is the user's next step
+    handoff = ask_for_command(result, opts, ui) if choice != "quit" else None
+    if handoff:
+        hand_to_shell(handoff, ui)
+        return 0  # the user's next step: their shell runs it, qfix never does
+    if not report.applied:
+        return 1
 
-    command = decision.verify_command or failure.command
+    command = verify_command or failure.command
     ui.say(f"\nRe-running: {command}", "bold")
-    rerun = failure.rerun(decision.verify_command, ui.fd)
+    rerun = failure.rerun(verify_command, ui.fd)
     report.verification = Verification(command=command, exit_code=rerun.exit_code, passed=rerun.exit_code == 0)
     if rerun.exit_code == 0:
         ui.ok(f"fixed: `{command}` passes now")
-        if decision.verify_command is None:
+        if verify_command is None:
             notify_editor(failure, settings, exit_code=0)
         return 0
     ui.fail(f"`{command}` still fails (exit {rerun.exit_code}); `qfix --undo` reverts the change")
@@ -140,40 +135,37 @@ def show(result: FixResult, ui: UI) -> None:
         ui.show_suggestion(suggestion)
 
 
-def decide(result: FixResult, failure: Failure, opts: Options, ui: UI) -> Decision:
-    """Ask about the file changes, then about each suggestion, until one is taken."""
-    decision = Decision()
-    if opts.yes or not ui.interactive:
-        decision.apply = opts.yes and bool(result.changes)
-        if not opts.yes:
-            ui.say("Not applied: no terminal to ask on (use --yes to apply).")
-        elif result.suggestions:
-            ui.say("Suggested commands are never run with --yes: run them yourself if you agree.")
-        return decision
-    while result.changes:
-        choice = ui.choose(f"Apply the changes to {len(result.changes)} file(s)?")
-        if choice == "edit":  # the command re-run after applying
-            decision.verify_command = ui.edit("Re-run to verify: ", decision.verify_command or failure.command)
-            continue
-        decision.apply, decision.quit = choice == "apply", choice == "quit"
-        if decision.quit:
-            return decision
-        break
+def ask_to_apply(result: FixResult, failure: Failure, opts: Options, ui: UI) -> tuple[Choice, str | None]:
+    """apply / skip / quit for the file changes, and the command that verifies them (None: the failed one)."""
+    if not result.changes:
+        return "skip", None
+    if opts.yes:
+        return "apply", None
+    if not ui.interactive:
+        ui.say("Not applied: no terminal to ask on (use --yes to apply).")
+        return "quit", None
+    verify_command = None
+    while (choice := ui.choose(f"Apply the changes to {len(result.changes)} file(s)?")) == "edit":
+        verify_command = ui.edit("Re-run to verify: ", verify_command or failure.command)
+    return choice, verify_command
+
+
+def ask_for_command(result: FixResult, opts: Options, ui: UI) -> str | None:
+    """The suggested shell command the user accepts (possibly edited), if any."""
+    if result.suggestions and opts.yes:
+        ui.say("Suggested commands are never run with --yes: run them yourself if you agree.")
+    if not result.suggestions or opts.yes or not ui.interactive:
+        return None
     for suggestion in result.suggestions:
-        while True:
-            choice = ui.choose(f"Use `{suggestion.command}`?")
-            if choice != "edit":
-                break
+        while (choice := ui.choose(f"Use `{suggestion.command}`?")) == "edit":
             suggestion = labelled(ui.edit("Command: ", suggestion.command), suggestion.reason)
             ui.show_suggestion(suggestion)  # an edit can make it dangerous: label it again
         if choice == "quit":
-            decision.quit = True
-            return decision
+            return None
         dangerous = suggestion.risk == Risk.destructive
         if choice == "apply" and (not dangerous or ui.confirm("Type 'yes' to accept it:", word="yes")):
-            decision.handoff = suggestion.command
-            return decision
-    return decision
+            return suggestion.command
+    return None
 
 
 def apply_with_undo(failure: Failure, changes: list[FileChange]) -> None:
@@ -197,11 +189,11 @@ def hand_to_shell(command: str, ui: UI) -> None:
         ui.say('(with eval "$(qfix init bash)" in your shell rc, qfix puts it on your command line)', "dim")
 
 
-def run(command: list[str], opts: Options) -> int:
-    """`qfix [-- CMD ARGS]`: get the failure, fix it, report; returns the exit code."""
+def run(opts: Options, ran: tuple[list[str], Finished] | None = None) -> int:
+    """`qfix -- CMD ARGS` once CMD `ran`, or `qfix` on what the shell recorded: fix, report; the exit code."""
     ui = UI(to_stderr=opts.json)
-    if command:
-        failure = failure_from_command(command, ui)
+    if ran:
+        failure = failure_from_run(*ran)
     else:
         record = last_record()
         if record is None:
@@ -209,13 +201,15 @@ def run(command: list[str], opts: Options) -> int:
                   "to your shell's rc file", file=sys.stderr)
             return 2
         failure = failure_from_record(record, opts, ui)
-    if isinstance(failure, int):  # it passed, or was interrupted: nothing to fix
-        return failure
 
     report = QfixReport(command=failure.command, exit_code=failure.exit_code, workspace=str(failure.workspace),
                         cwd=str(failure.cwd), outcome="failed")
     try:
-        report.exit_status = fix(failure, opts, ui, report)
+        if failure.exit_code == 0 or failure.exit_code > 128:  # it passed, or the user interrupted it: mirror it
+            report.outcome = "passed" if failure.exit_code == 0 else "interrupted"
+            report.exit_status = failure.exit_code
+        else:
+            report.exit_status = fix(failure, opts, ui, report)
     except ModelServerError as exc:
         report.error = " ".join(str(exc).split())  # ONE line: what failed and how to fix it
         print(f"qfix: {report.error}", file=sys.stderr)
@@ -241,35 +235,31 @@ def undo_last_fix() -> int:
     return 0
 
 
-def failure_from_command(argv: list[str], ui: UI) -> Failure | int:
-    """Run `qfix -- CMD ARGS` now, live; an int when there is nothing to fix."""
+def failure_from_run(argv: list[str], finished: Finished) -> Failure:
     cwd = Path.cwd()
-    finished = run_in_pty(argv, cwd, echo_fd=ui.fd)
-    if finished.exit_code == 0 or finished.exit_code > 128:
-        return finished.exit_code  # passed, or interrupted by the user: mirror it
     return Failure(command=shlex.join(argv), exit_code=finished.exit_code, output=finished.output, cwd=cwd,
                    workspace=find_workspace(cwd), argv=list(argv))
 
 
-def failure_from_record(record: ShellRecord, opts: Options, ui: UI) -> Failure | int:
+def failure_from_record(record: ShellRecord, opts: Options, ui: UI) -> Failure:
     """The command the shell recorded. Its output comes from the record or the tmux
     screen, else from running it again: only after asking, never when it looks destructive."""
-    if record.exit_code == 0:
-        ui.ok(f"`{record.command}` succeeded: nothing to fix")
-        return 0
     cwd = Path(record.cwd) if Path(record.cwd).is_dir() else Path.cwd()
-    exit_code, output = record.exit_code, record.output or tmux_output(record.command)
-    if output is None:
+    exit_code, output = record.exit_code, record.output
+    if exit_code == 0:
+        ui.ok(f"`{record.command}` succeeded: nothing to fix")
+    elif output is None:
+        output = tmux_output(record.command)
+    if exit_code and output is None:
         risk, dangers = classify(record.command)
         if risk == Risk.destructive:
             ui.say(f"The output of `{record.command}` was not captured, and qfix will not re-run it: "
                    + "; ".join(dangers), "yellow")
         elif opts.yes or (ui.interactive and ui.confirm(f"Re-run `{record.command}` to see its output? [y/N]")):
             finished = run_shell_command(record.command, cwd, record.shell, echo_fd=ui.fd)
-            if finished.exit_code == 0:
-                ui.ok(f"`{record.command}` passes now: nothing to fix")
-                return 0
             exit_code, output = finished.exit_code, finished.output
+            if exit_code == 0:
+                ui.ok(f"`{record.command}` passes now: nothing to fix")
     return Failure(command=record.command, exit_code=exit_code, output=output, cwd=cwd,
                    workspace=find_workspace(cwd), shell=record.shell)
 

@@ -13,7 +13,14 @@ was interrupted by signal N. The loop itself is in terminal_agent/agent.py.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .pty_run import Finished
 
 USAGE_ERROR = 2
 
@@ -44,13 +51,36 @@ def main(argv: list[str] | None = None) -> int:
         parser().error("--undo takes no command and no other option")  # exits 2
     if opts.yes and opts.dry_run:
         parser().error("--yes and --dry-run contradict each other")
-    # Imported only now: `qfix init` runs at every shell start and must not pay for the engine.
+    ran = _run_first(command, echo_fd=2 if opts.json else 1) if command else None
+    if ran and not opts.json and (ran[1].exit_code == 0 or ran[1].exit_code > 128):
+        # Passed, or the user interrupted it: nothing to fix, mirror its exit code. os._exit skips
+        # tearing down what the warm-up loaded (most of a second); nothing else is left to flush.
+        sys.stdout.flush(), sys.stderr.flush()
+        os._exit(ran[1].exit_code)
+    # Imported only now: `qfix init` runs at every shell start and must not pay for the engine,
+    # and `qfix -- CMD` starts CMD at once (the engine was imported while it ran).
     from . import agent
 
     if opts.undo:
         return agent.undo_last_fix()
-    return agent.run(command, agent.Options(yes=opts.yes, dry_run=opts.dry_run or (opts.json and not opts.yes),
-                                            json=opts.json))
+    dry_run = opts.dry_run or (opts.json and not opts.yes)
+    return agent.run(agent.Options(yes=opts.yes, dry_run=dry_run, json=opts.json), ran)
+
+
+def _run_first(command: list[str], echo_fd: int) -> tuple[list[str], Finished]:
+    """Run the user's command in a pty right away; meanwhile a thread imports the engine and
+    loads its tokenizer, so a failure gets its fix sooner (a success just exits)."""
+    from .pty_run import run_in_pty
+
+    threading.Thread(target=_warm_up, daemon=True).start()
+    return command, run_in_pty(command, Path.cwd(), echo_fd=echo_fd)
+
+
+def _warm_up() -> None:
+    import terminal_agent.agent  # noqa: F401
+    from qwen_lsp.tokens import count_tokens
+
+    count_tokens("warm up")
 
 
 def _init(args: list[str]) -> int:

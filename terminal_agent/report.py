@@ -36,7 +36,7 @@ class QfixReport(BaseModel):
     exit_code: int | None = None  # the failing command's
     workspace: str
     cwd: str
-    outcome: str  # the engine's outcome, or "passed" / "error" / "cancelled"
+    outcome: str  # the engine's outcome, or "passed" / "interrupted" (nothing to fix), "error", "cancelled"
     summary: str = ""
     plan: Plan | None = None
     diffs: list[FileDiff] = Field(default_factory=list)

@@ -1,5 +1,6 @@
 """qfix and a running qwen-lsp (a real server over stdio, driven by pytest-lsp): the failure
-qfix saw shows as diagnostics in the editor, and a verified fix clears them."""
+qfix saw shows as diagnostics in the editor, a verified fix clears them, and fixing in the
+editor after qfix reuses qfix's cached plan."""
 
 from __future__ import annotations
 
@@ -44,10 +45,8 @@ async def test_the_failure_reaches_the_editor_before_the_model_answers(lsp, vllm
     assert diagnostic.source == "qwen" and diagnostic.range.start.line == 2
 
 
-@pytest.mark.xfail(strict=True, reason="reported: the server's task for a terminal diagnostic (kind traceback, "
-                   "the diagnostic's message, path and lines) has a different cache fingerprint from qfix's "
-                   "(kind command), so the plan qfix cached is not reused")
 async def test_fixing_in_the_editor_after_qfix_makes_no_new_thinking_call(lsp, vllm, project, env):
+    """The shared disk cache: the server builds the same task for the run as qfix, so the plan is reused."""
     uri = file_uri(project, "main.py")
     vllm.script(*fix_replies(**MAIN_FIX))
     proc = await asyncio.to_thread(qfix, ["--dry-run", "--", "python", "main.py"], project, env)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import time
 
 import pexpect
 import pytest
@@ -178,9 +180,13 @@ def test_ctrl_c_at_the_question_changes_nothing(repo, qfix_env, vllm):
 
 
 def test_a_command_that_passes_needs_no_fix_and_its_exit_code_is_mirrored(repo, qfix_env, vllm):
+    started = time.monotonic()
     child = spawn(["--", "python", "-c", "print('fine')"], qfix_env, repo)
     child.expect_exact("fine")
     assert finish(child) == 0
+    assert time.monotonic() - started < 5  # a passing command does not wait for the engine to load
+    report = subprocess.run([QFIX, "--json", "--", "true"], cwd=repo, env=qfix_env, capture_output=True, text=True)
+    assert json.loads(report.stdout)["outcome"] == "passed" and report.returncode == 0
     interrupted = spawn(["--", "sh", "-c", "kill -TERM $$"], qfix_env, repo)
     assert finish(interrupted) == 128 + 15
     assert vllm.chat_requests() == []  # no model call for either
