@@ -34,6 +34,22 @@ local SCRIPT = {
   { reasoning = 'Add a docstring.', content = vim.json.encode(vim.tbl_extend('force', PLAN, { steps = { 'docstring' } })) },
   call('edit_file', { path = 'calc.py', old_string = 'def add(a, b):\n', new_string = 'def add(a, b):\n    """Sum of a and b."""\n' }),
   call('finish', { summary = 'documented add()' }),
+  -- A problem only a shell command can fix: the engine suggests it, the client runs it.
+  { reasoning = 'A module is missing; nothing to edit.', content = vim.json.encode(vim.tbl_extend('force', PLAN, { steps = { 'create it' } })) },
+  {
+    tool_calls = {
+      { name = 'suggest_command', arguments = { command = 'touch suggested.marker', reason = 'the check wants this file' } },
+      { name = 'finish', arguments = { summary = 'needs a file the user must create' } },
+    },
+  },
+  -- :QwenReview: one structured answer.
+  {
+    content = vim.json.encode({
+      findings = {
+        { path = 'calc.py', line = 3, severity = 'warning', category = 'bug', message = 'add() ignores overflow' },
+      },
+    }),
+  },
 }
 
 local work = vim.fn.tempname()
@@ -42,6 +58,7 @@ vim.fn.mkdir(project, 'p')
 vim.fn.writefile(BUGGY, project .. '/calc.py')
 vim.fn.writefile({ 'from calc import add', '', '', 'def test_add():', '    assert add(2, 3) == 5' }, project .. '/test_calc.py')
 vim.fn.writefile({ vim.json.encode(SCRIPT) }, work .. '/script.json')
+vim.fn.writefile({ 'import os', '', 'assert os.path.exists("suggested.marker"), "suggested.marker is missing"' }, project .. '/check.py')
 local PYTEST = PYTHON .. ' -m pytest -q -p no:cacheprovider test_calc.py'
 
 local double, base_url
@@ -204,6 +221,70 @@ t.test(':QwenAsk runs qwen.server.ask and the edit is applied', function()
   t.wait(90000, function()
     return vim.deep_equal(vim.api.nvim_buf_get_lines(calc_buf, 0, -1, false), DOCUMENTED)
   end, 'the docstring; the buffer is: ' .. vim.inspect(vim.api.nvim_buf_get_lines(calc_buf, 0, -1, false)))
+end)
+
+t.test('a suggested shell command runs only after confirmation, pre-filled in a terminal', function()
+  vim.cmd.edit(project .. '/check.py')
+  local check_buf = vim.api.nvim_get_current_buf()
+  t.wait(30000, function()
+    return #vim.lsp.get_clients({ bufnr = check_buf, name = 'qwen_lsp' }) > 0
+  end, 'qwen_lsp attached to check.py')
+  local last = run_in_terminal(PYTHON .. ' check.py')
+  t.eq(last.exit, 1, 'check.py fails:\n' .. last.output)
+  vim.api.nvim_set_current_buf(term_buf)
+  vim.cmd('QwenFixTerminal')
+  t.wait(30000, function()
+    return #vim.diagnostic.get(check_buf) > 0
+  end, 'diagnostics on check.py')
+
+  local asked = {}
+  local select = vim.ui.select
+  vim.ui.select = function(items, opts, on_choice)
+    table.insert(asked, { items = items, prompt = opts.prompt })
+    on_choice(require('qwen_lsp.terminal').RUN)
+  end
+  local win = vim.fn.win_findbuf(check_buf)[1] or vim.api.nvim_get_current_win()
+  vim.api.nvim_win_set_buf(win, check_buf)
+  vim.api.nvim_set_current_win(win)
+  vim.api.nvim_win_set_cursor(win, { vim.diagnostic.get(check_buf)[1].lnum + 1, 0 })
+  local terminals_before = #vim.tbl_filter(function(b)
+    return vim.bo[b].buftype == 'terminal'
+  end, vim.api.nvim_list_bufs())
+  vim.lsp.buf.code_action({
+    apply = true,
+    filter = function(action)
+      return vim.startswith(action.title, 'Fix with Qwen')
+    end,
+  })
+  t.wait(60000, function()
+    return #asked > 0
+  end, 'the resolved action to call qwen.runInTerminal')
+  vim.ui.select = select
+  t.ok(asked[1].prompt:match('touch suggested.marker') and asked[1].prompt:match('modifies files'), 'command and risk shown:\n' .. asked[1].prompt)
+  local new_term = vim.tbl_filter(function(b)
+    return vim.bo[b].buftype == 'terminal'
+  end, vim.api.nvim_list_bufs())
+  t.eq(#new_term, terminals_before + 1, 'a terminal opened')
+  local opened = new_term[#new_term]
+  t.wait(10000, function()
+    return table.concat(vim.api.nvim_buf_get_lines(opened, 0, -1, false), '\n'):find('touch suggested.marker', 1, true) ~= nil
+  end, 'the command typed at its prompt')
+  vim.wait(300)
+  t.eq(vim.uv.fs_stat(project .. '/suggested.marker'), nil, 'not run: Enter is the user\'s')
+  vim.cmd('stopinsert')
+end)
+
+t.test(':QwenReview publishes the review as diagnostics', function()
+  vim.api.nvim_set_current_buf(calc_buf)
+  vim.cmd('QwenReview')
+  t.wait(60000, function()
+    return #vim.diagnostic.get(calc_buf) > 0
+  end, 'review diagnostics on calc.py')
+  local finding = vim.diagnostic.get(calc_buf)[1]
+  t.eq({ finding.source, finding.lnum, finding.message }, { 'qwen-review', 2, 'add() ignores overflow' }, 'the finding')
+  t.wait(10000, function()
+    return notes[#notes]:match('review: 1 finding') ~= nil
+  end, 'the count reported: ' .. tostring(notes[#notes]))
 end)
 
 t.test('the server shuts down cleanly', function()
