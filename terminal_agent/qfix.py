@@ -8,6 +8,10 @@
 Exit codes: 0 fixed, passed or nothing to do; 1 fix not applied or the re-run
 still fails; 2 model server unavailable or usage error; 128+N when the command
 was interrupted by signal N. The loop itself is in terminal_agent/agent.py.
+
+Environment: QWEN_LSP_* (the model server, cache dir: qwen_lsp/settings.py);
+QFIX_STATE_DIR (shell records and undo history); QFIX_TMUX_CAPTURE=0 stops qfix
+reading the last command's output from the tmux pane.
 """
 
 from __future__ import annotations
@@ -30,7 +34,8 @@ def parser() -> argparse.ArgumentParser:
         prog="qfix",
         description="Fix the command that just failed, with Qwen on your local vLLM. "
         "Nothing is written or run without your consent.",
-        epilog='Shell integration: eval "$(qfix init bash)" (or zsh), or `qfix init fish | source`.',
+        epilog='Shell integration: eval "$(qfix init bash)" (or zsh), or `qfix init fish | source`. '
+        "Inside tmux, qfix reads the last command's output from the pane (QFIX_TMUX_CAPTURE=0 turns that off).",
     )
     p.add_argument("--yes", "-y", action="store_true", help="apply file changes and re-run without asking "
                    "(suggested shell commands are never run); exit 0 only if the re-run passes")
@@ -55,7 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     if ran and not opts.json and (ran[1].exit_code == 0 or ran[1].exit_code > 128):
         # Passed, or the user interrupted it: nothing to fix, mirror its exit code. os._exit skips
         # tearing down what the warm-up loaded (most of a second); nothing else is left to flush.
-        sys.stdout.flush(), sys.stderr.flush()
+        sys.stdout.flush()
+        sys.stderr.flush()
         os._exit(ran[1].exit_code)
     # Imported only now: `qfix init` runs at every shell start and must not pay for the engine,
     # and `qfix -- CMD` starts CMD at once (the engine was imported while it ran).

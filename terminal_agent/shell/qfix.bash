@@ -20,9 +20,10 @@ __qfix_record() {
     entry=$(HISTTIMEFORMAT= builtin history 1)
     [[ $entry =~ ^\ *([0-9]+)\*?\ +(.*)$ ]] || { __qfix_cwd=$PWD; return $rc; }
     number=${BASH_REMATCH[1]} cmd=${BASH_REMATCH[2]}
-    # The same history number: an empty line, or a command kept out of history.
-    if [[ $number != "$__qfix_histno" ]]; then
-        __qfix_histno=$number
+    # A command ran when PS0 set the flag (bash >= 4.4; it catches repeats that HISTCONTROL=ignoredups
+    # keeps out of history) or when the history moved on. Neither: an empty line.
+    if [[ -n $__qfix_ran || $number != "$__qfix_histno" ]]; then
+        __qfix_ran= __qfix_histno=$number
         first=${cmd#"${cmd%%[![:space:]]*}"}
         first=${first%%[[:space:]]*}
         if [[ ${first##*/} != qfix ]]; then  # qfix itself is not the command to fix
@@ -39,8 +40,11 @@ __qfix_record() {
 __qfix_histno=
 [[ $(HISTTIMEFORMAT= builtin history 1) =~ ^\ *([0-9]+) ]] && __qfix_histno=${BASH_REMATCH[1]}
 __qfix_cwd=$PWD
+__qfix_ran=
 if [[ $PROMPT_COMMAND != *__qfix_record* ]]; then
     PROMPT_COMMAND="__qfix_record${PROMPT_COMMAND:+;$PROMPT_COMMAND}"
+    # PS0 is expanded just before a command runs: the subscript sets the flag and prints nothing.
+    PS0='${__qfix_unset[__qfix_ran=1]}'"${PS0-}"
 fi
 
 qfix() {

@@ -43,6 +43,22 @@ def test_the_hook_records_command_exit_status_and_cwd(shell_name, tmp_path, qfix
     assert record_of(state)["cwd"] == str(tmp_path / "sub")
 
 
+@pytest.mark.parametrize("shell_name", SHELLS)
+def test_a_repeat_kept_out_of_history_still_updates_the_record(shell_name, tmp_path, qfix_env, shells):
+    """HISTCONTROL=ignoredups (Debian's default bashrc sets ignoreboth): the second run is not in history."""
+    sh = Shell(shell_name, {**qfix_env, "HISTCONTROL": "ignoreboth"}, tmp_path)
+    shells.append(sh)
+    flag = tmp_path / "fail"
+    flag.write_text("")
+    command = "test ! -e fail"
+    sh.run(command)
+    assert record_of(tmp_path / "state")["exit_code"] == 1
+    flag.unlink()
+    sh.run(command)
+    assert record_of(tmp_path / "state") | {"pid": 0} == {"shell": shell_name, "pid": 0, "command": command,
+                                                         "exit_code": 0, "cwd": str(tmp_path)}
+
+
 @pytest.mark.parametrize("shell_name", ["bash", "zsh"])
 def test_a_multi_line_command_is_recorded_whole(shell_name, tmp_path, qfix_env, shells):
     sh = Shell(shell_name, qfix_env, tmp_path)
