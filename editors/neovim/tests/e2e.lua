@@ -292,6 +292,10 @@ t.test('the server shuts down cleanly', function()
   t.wait(10000, function()
     return client:is_stopped()
   end, 'the server to stop')
+  t.wait(5000, function()
+    return require('qwen_lsp').status() == ''
+  end, 'the statusline component to go blank')
+  t.eq(require('qwen_lsp').status_state().state, 'stopped', 'status stopped')
 end)
 
 t.run({ steps = true })

@@ -60,6 +60,16 @@ function M.defaults()
     on_init = function()
       require('qwen_lsp').init() -- user commands and terminal tracking, also without setup()
     end,
+    on_exit = function(_, _, client_id)
+      vim.schedule(function()
+        local others = vim.tbl_filter(function(client)
+          return client.id ~= client_id and not client:is_stopped()
+        end, vim.lsp.get_clients({ name = M.name }))
+        if #others == 0 then
+          require('qwen_lsp.status').set({ state = 'stopped', message = '' })
+        end
+      end)
+    end,
   }
 end
 

@@ -44,15 +44,6 @@ function M.init()
       vim.api.nvim_echo({ { text } }, false, {})
     end,
   })
-  vim.api.nvim_create_autocmd('LspDetach', {
-    group = group,
-    callback = function(ev)
-      local client = vim.lsp.get_client_by_id(ev.data.client_id)
-      if client and client.name == config.name and #vim.lsp.get_clients({ name = config.name }) <= 1 then
-        require('qwen_lsp.status').set({ state = 'stopped', message = '' })
-      end
-    end,
-  })
 end
 
 --- The vim.lsp.Config that setup() registers (exposed for tests and inspection).
