@@ -34,7 +34,7 @@ from qwen_lsp.settings import Settings, load_settings
 from qwen_lsp.sidechannel import notify_running_server
 
 from . import undo
-from .pty_run import Finished, run_in_pty, run_shell_command
+from .pty_run import Finished, nothing_to_fix, run_in_pty, run_shell_command
 from .report import QfixReport, Verification
 from .state import ShellRecord, last_record, tmux_output
 from .ui import UI, Choice
@@ -205,7 +205,7 @@ def run(opts: Options, ran: tuple[list[str], Finished] | None = None) -> int:
     report = QfixReport(command=failure.command, exit_code=failure.exit_code, workspace=str(failure.workspace),
                         cwd=str(failure.cwd), outcome="failed")
     try:
-        if failure.exit_code == 0 or failure.exit_code > 128:  # it passed, or the user interrupted it: mirror it
+        if nothing_to_fix(failure.exit_code):  # mirror its exit code
             report.outcome = "passed" if failure.exit_code == 0 else "interrupted"
             report.exit_status = failure.exit_code
         else:
@@ -246,11 +246,12 @@ def failure_from_record(record: ShellRecord, opts: Options, ui: UI) -> Failure:
     screen, else from running it again: only after asking, never when it looks destructive."""
     cwd = Path(record.cwd) if Path(record.cwd).is_dir() else Path.cwd()
     exit_code, output = record.exit_code, record.output
-    if exit_code == 0:
-        ui.ok(f"`{record.command}` succeeded: nothing to fix")
-    elif output is None:
+    if nothing_to_fix(exit_code):
+        ui.say(f"`{record.command}` {'succeeded' if exit_code == 0 else 'was stopped'}: nothing to fix")
+        return Failure(command=record.command, exit_code=exit_code, output=output, cwd=cwd, workspace=cwd)
+    if output is None:
         output = tmux_output(record.command)
-    if exit_code and output is None:
+    if output is None:
         risk, dangers = classify(record.command)
         if risk == Risk.destructive:
             ui.say(f"The output of `{record.command}` was not captured, and qfix will not re-run it: "
@@ -258,8 +259,8 @@ def failure_from_record(record: ShellRecord, opts: Options, ui: UI) -> Failure:
         elif opts.yes or (ui.interactive and ui.confirm(f"Re-run `{record.command}` to see its output? [y/N]")):
             finished = run_shell_command(record.command, cwd, record.shell, echo_fd=ui.fd)
             exit_code, output = finished.exit_code, finished.output
-            if exit_code == 0:
-                ui.ok(f"`{record.command}` passes now: nothing to fix")
+            if nothing_to_fix(exit_code):
+                ui.say(f"`{record.command}` {'passes now' if exit_code == 0 else 'was stopped'}: nothing to fix")
     return Failure(command=record.command, exit_code=exit_code, output=output, cwd=cwd,
                    workspace=find_workspace(cwd), shell=record.shell)
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 CAPTURE_LIMIT = 256 * 1024  # bytes kept from the end of the output; errors are at the end
+_STOPS = {signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL}
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)|\x1b[@-Z\\-_]")
 
@@ -57,6 +58,12 @@ def run_in_pty(argv: Sequence[str], cwd: Path, *, echo_fd: int = 1, env: dict[st
     _, status = os.waitpid(pid, 0)
     code = os.waitstatus_to_exitcode(status)
     return Finished(exit_code=128 - code if code < 0 else code, output=plain_text(bytes(captured)))
+
+
+def nothing_to_fix(exit_code: int) -> bool:
+    """It passed, or someone stopped it (Ctrl-C, kill): not a failure to fix. A crash
+    (SIGSEGV, SIGABRT: 139, 134) is one."""
+    return exit_code == 0 or exit_code - 128 in _STOPS
 
 
 def run_shell_command(command: str, cwd: Path, shell: str | None = None, *, echo_fd: int = 1) -> Finished:

@@ -21,10 +21,8 @@ import os
 import sys
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from .pty_run import Finished
+from .pty_run import Finished, nothing_to_fix, run_in_pty
 
 USAGE_ERROR = 2
 
@@ -57,8 +55,8 @@ def main(argv: list[str] | None = None) -> int:
     if opts.yes and opts.dry_run:
         parser().error("--yes and --dry-run contradict each other")
     ran = _run_first(command, echo_fd=2 if opts.json else 1) if command else None
-    if ran and not opts.json and (ran[1].exit_code == 0 or ran[1].exit_code > 128):
-        # Passed, or the user interrupted it: nothing to fix, mirror its exit code. os._exit skips
+    if ran and not opts.json and nothing_to_fix(ran[1].exit_code):
+        # Passed, or the user stopped it: nothing to fix, mirror its exit code. os._exit skips
         # tearing down what the warm-up loaded (most of a second); nothing else is left to flush.
         sys.stdout.flush()
         sys.stderr.flush()
@@ -76,8 +74,6 @@ def main(argv: list[str] | None = None) -> int:
 def _run_first(command: list[str], echo_fd: int) -> tuple[list[str], Finished]:
     """Run the user's command in a pty right away; meanwhile a thread imports the engine and
     loads its tokenizer, so a failure gets its fix sooner (a success just exits)."""
-    from .pty_run import run_in_pty
-
     threading.Thread(target=_warm_up, daemon=True).start()
     return command, run_in_pty(command, Path.cwd(), echo_fd=echo_fd)
 

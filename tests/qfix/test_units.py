@@ -14,7 +14,7 @@ from qwen_lsp.apply import StaleFile
 from qwen_lsp.models import FileChange
 from qwen_lsp.risk import suggestion
 from terminal_agent import agent, undo
-from terminal_agent.pty_run import plain_text, run_in_pty, run_shell_command
+from terminal_agent.pty_run import nothing_to_fix, plain_text, run_in_pty, run_shell_command
 from terminal_agent.state import ShellRecord, last_record, output_after_prompt
 from terminal_agent.ui import UI
 
@@ -46,6 +46,10 @@ def test_the_command_runs_in_the_given_directory_and_echo_can_go_to_stderr(tmp_p
     assert finished.output.strip() == str(tmp_path)
     captured = capfd.readouterr()
     assert str(tmp_path) in captured.err and captured.out == ""
+
+
+def test_a_crash_is_a_failure_to_fix_but_a_stop_is_not():
+    assert [code for code in (0, 1, 2, 130, 131, 137, 143, 134, 139) if nothing_to_fix(code)] == [0, 130, 131, 137, 143]
 
 
 def test_plain_text_resolves_progress_bars_and_escapes():
