@@ -30,6 +30,19 @@ class Task(BaseModel):
     exit_code: int | None = None
     cwd: str | None = None  # workspace-relative directory the command ran in
 
+    @classmethod
+    def for_command(cls, command: str, exit_code: int, output: str | None, cwd: str | None) -> Task:
+        """The task for a failed shell command. qfix and the editor both build it here,
+        so the same failure has the same fingerprint and shares one cached plan."""
+        return cls(
+            kind=TaskKind.command,
+            description=f"`{command}` failed with exit code {exit_code}",
+            command=command,
+            terminal_output=output if output is not None else "(the output was not captured)",
+            exit_code=exit_code,
+            cwd=None if cwd in (None, "", ".") else cwd,
+        )
+
 
 class Evidence(BaseModel):
     path: str

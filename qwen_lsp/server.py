@@ -534,7 +534,7 @@ class QwenLanguageServer(LanguageServer):
             with contextlib.suppress(ValueError):
                 info = protocol.DiagnosticData.model_validate(data)
                 run = self.runs.get(info.run)
-                return command_task(info.command, info.exit_code, run.output if run else None, info.cwd)
+                return Task.for_command(info.command, info.exit_code, run.output if run else None, info.cwd)
         start, end = diagnostic.range.start.line + 1, diagnostic.range.end.line + 1
         code = f"[{diagnostic.code}] " if diagnostic.code is not None else ""
         source = f"{diagnostic.source}: " if diagnostic.source else ""
@@ -754,19 +754,6 @@ class QwenLanguageServer(LanguageServer):
         if self.worker is not None:
             self.worker.stop(wait=self.busy > 0)  # only model streams need closing before we exit
             self.worker = None
-
-
-def command_task(command: str, exit_code: int, output: str | None, cwd: str) -> Task:
-    """The engine task for a failed command, field for field as `qfix` builds it
-    (terminal_agent/agent.py, Failure.task): equal tasks share the disk-cached plan."""
-    return Task(
-        kind=TaskKind.command,
-        description=f"`{command}` failed with exit code {exit_code}",
-        command=command,
-        terminal_output=output if output is not None else "(the output was not captured)",
-        exit_code=exit_code,
-        cwd=cwd or None,
-    )
 
 
 def _snake(key: str) -> str:

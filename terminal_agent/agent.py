@@ -26,7 +26,7 @@ from pathlib import Path
 from qwen_lsp.apply import StaleFile, apply_changes
 from qwen_lsp.client import ModelServerError
 from qwen_lsp.engine import Engine
-from qwen_lsp.models import FileChange, FixResult, Risk, Task, TaskKind
+from qwen_lsp.models import FileChange, FixResult, Risk, Task
 from qwen_lsp.protocol import TerminalOutput
 from qwen_lsp.risk import classify
 from qwen_lsp.risk import suggestion as labelled
@@ -59,14 +59,7 @@ class Failure:
 
     def task(self) -> Task:
         cwd = self.cwd.resolve().relative_to(self.workspace.resolve()).as_posix()
-        return Task(
-            kind=TaskKind.command,
-            description=f"`{self.command}` failed with exit code {self.exit_code}",
-            command=self.command,
-            terminal_output=self.output if self.output is not None else "(the output was not captured)",
-            exit_code=self.exit_code,
-            cwd=None if cwd == "." else cwd,
-        )
+        return Task.for_command(self.command, self.exit_code, self.output, cwd)
 
     def rerun(self, command: str | None, echo_fd: int) -> Finished:
         if command in (None, self.command) and self.argv:
