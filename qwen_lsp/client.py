@@ -113,7 +113,8 @@ class ModelClient:
                 raise ModelServerError(f"The server at {self.settings.base_url} serves no model. {VLLM_HINT}")
             chosen = next((m for m in models if m.id == self.settings.model), models[0] if models else None)
             max_len = (chosen.model_extra or {}).get("max_model_len") if chosen else None
-            self._info = ServerInfo(model=self.settings.model or chosen.id, max_model_len=max_len)
+            model = self.settings.model or (chosen.id if chosen else "")
+            self._info = ServerInfo(model=model, max_model_len=max_len)
         return self._info
 
     async def complete(

@@ -59,9 +59,9 @@ def check_parse(changes: list[FileChange]) -> list[CheckOutcome]:
     for change in changes:
         language = language_for(change.path)
         after = error_count(change.updated, language) if language else None
-        if after is None:
-            continue
-        before = error_count(change.original, language) or 0 if not change.created else 0
+        if language is None or after is None:
+            continue  # no grammar for this file: nothing to check
+        before = 0 if change.created else error_count(change.original, language) or 0
         ok = after <= before
         detail = "" if ok else f"{change.path}: the edit introduced {after - before} syntax error(s) ({language})"
         outcomes.append(CheckOutcome(name=f"parses: {change.path}", ok=ok, detail=detail))
