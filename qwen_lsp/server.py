@@ -2,9 +2,7 @@
 
 State lives on one object, `QwenLanguageServer`: settings per workspace folder,
 diagnostics from terminal runs, shell suggestions, in-flight requests. Engine
-runs happen on a background event loop (`EngineThread`) because prompt
-assembly, tree-sitter and the disk cache are synchronous: on the server's loop
-they would hold up `didChange` while twenty fixes run.
+runs happen on a background event loop (`engine_thread.EngineThread`).
 """
 
 from __future__ import annotations
@@ -14,12 +12,11 @@ import contextlib
 import hashlib
 import logging
 import os
-import threading
 import uuid
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any
 
 from lsprotocol import types
 from pydantic import ValidationError
@@ -31,112 +28,14 @@ from pygls.uris import from_fs_path, to_fs_path
 from . import __version__, lsp_convert, protocol
 from .apply import check_fresh
 from .context.frames import parse_output
+from .engine_thread import EngineThread, ModelUnavailable
 from .models import FixResult, ShellSuggestion, Task, TaskKind
 from .settings import Settings, load_settings
 from .sidechannel import Listener, socket_path
 
-if TYPE_CHECKING:  # the engine (openai, tree-sitter) loads on the engine thread, not before `initialize`
-    from .engine import Engine
-
 log = logging.getLogger(__name__)
-T = TypeVar("T")
-CANCEL_GRACE_SECONDS = 10.0  # how long a cancelled request waits for the engine to close its stream
 PROGRESS_CREATE_TIMEOUT = 5.0
 MAX_SUGGESTION_KEYS = 256
-
-
-# --------------------------------------------------------------------------- engine thread
-
-
-class ModelUnavailable(Exception):
-    """The engine's ModelServerError, carried over from the engine thread; the message says what to do."""
-
-
-class EngineThread:
-    """A background thread running its own event loop, where every engine run happens."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self.loop.run_forever, name="qwen-engine", daemon=True)
-        self._thread.start()
-        self._engines: dict[Path, tuple[Settings, Engine]] = {}  # touched on the engine thread only
-
-    def engine(self, root: Path, settings: Settings) -> Engine:
-        """The Engine for `root` (engine thread only): kept while its settings stay the same,
-        so the model client's connections and the tool-support probe are reused."""
-        from .engine import Engine
-
-        current = self._engines.get(root)
-        if current is None or current[0] != settings:
-            current = (settings, Engine(settings))
-            self._engines[root] = current
-        return current[1]
-
-    async def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Await `coro` on the engine loop. Cancelling the caller cancels the engine task
-        and waits (bounded) until it has really stopped, so its model stream is closed
-        before the cancellation is reported."""
-        main = asyncio.get_running_loop()
-        outcome: asyncio.Future[T] = main.create_future()
-        started: list[asyncio.Task[T]] = []
-
-        def settle(task: asyncio.Task[T]) -> None:  # engine thread
-            def copy() -> None:
-                if outcome.done():
-                    return
-                if task.cancelled():
-                    outcome.cancel()
-                elif (exc := task.exception()) is not None:
-                    outcome.set_exception(exc)
-                else:
-                    outcome.set_result(task.result())
-
-            with contextlib.suppress(RuntimeError):  # the server loop is gone: nobody waits
-                main.call_soon_threadsafe(copy)
-
-        def start() -> None:  # engine thread
-            task = self.loop.create_task(coro)
-            task.add_done_callback(settle)
-            started.append(task)
-
-        self.loop.call_soon_threadsafe(start)
-        try:
-            return await asyncio.shield(outcome)
-        except asyncio.CancelledError:
-            # Runs after start() (same FIFO queue), so the task exists.
-            self.loop.call_soon_threadsafe(lambda: started[0].cancel() if started else None)
-            with contextlib.suppress(BaseException):
-                await asyncio.wait_for(outcome, CANCEL_GRACE_SECONDS)
-            raise
-
-    def preload(self) -> None:
-        """Import the engine's heavy dependencies in the background, before the first request needs them."""
-
-        def load() -> None:
-            from . import engine  # noqa: F401
-            from .tokens import count_tokens
-
-            # Building the tokenizer holds the GIL for ~0.5 s (tiktoken's constructor): do it now,
-            # not in the middle of the first fix while the user types.
-            count_tokens("warm up")
-
-        self.loop.call_soon_threadsafe(load)
-
-    def stop(self, wait: bool = True) -> None:
-        """Cancel what still runs (closing model streams), then end the thread."""
-
-        async def drain() -> None:
-            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-            for t in tasks:
-                t.cancel()
-            if tasks:
-                await asyncio.wait(tasks, timeout=2)
-            self.loop.stop()
-
-        with contextlib.suppress(RuntimeError):
-            asyncio.run_coroutine_threadsafe(drain(), self.loop)
-        if wait:
-            self._thread.join(timeout=3)
 
 
 # --------------------------------------------------------------------------- state
