@@ -28,6 +28,8 @@ from lsprotocol import types  # noqa: E402
 from pygls.exceptions import JsonRpcRequestCancelled  # noqa: E402
 from pytest_lsp import client_capabilities  # noqa: E402
 
+from figures import figure  # noqa: E402  (bench/figures.py)
+
 from qwen_lsp.lsp_convert import file_uri  # noqa: E402
 from qwen_lsp.protocol import ActionData  # noqa: E402
 from tests.lsp.conftest import BUGGY, PLAN, TEST, recording_client  # noqa: E402
@@ -144,6 +146,10 @@ async def bench(resolves: int, samples: int, stream_seconds: float, settle_secon
             print(f"  {resolves} resolves, assembling prompts  {percentiles(assembling)}   ({streams_then} streams open after)")
             print(f"  {resolves} resolves, all streaming       {percentiles(streaming)}   ({streams} streams open)")
             print(f"  {still_running}/{resolves} resolves were still running at the end; {cancelled} cancelled afterwards")
+            for label, values in (("idle", idle), (f"{resolves} resolves assembling", assembling),
+                                  (f"{resolves} resolves streaming", streaming)):
+                figure(f"didChange->codeAction median, {label}", statistics.median(values) * 1000, "ms")
+                figure(f"didChange->codeAction max, {label}", max(values) * 1000, "ms")
             await client.shutdown_session()
         finally:
             await client.stop()
