@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import socket
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,25 +12,10 @@ from qwen_lsp.client import ServerUnavailable
 from qwen_lsp.engine import Engine
 from qwen_lsp.models import Task, TaskKind
 from qwen_lsp.settings import Settings
+from tests.calc_project import BUGGY, PYTEST, PYTEST_OUTPUT, make_project
 from tests.vllm_double import Reply, VLLMDouble
 
-BUGGY = "def add(a, b):\n    total = a - b\n    return total\n\n\ndef sub(a, b):\n    return a - b\n"
-TEST = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
-PYTEST = f"{sys.executable} -m pytest -q -p no:cacheprovider test_calc.py"
-OUTPUT = """F                                                                        [100%]
-=================================== FAILURES ===================================
-___________________________________ test_add ___________________________________
-
-    def test_add():
->       assert add(2, 3) == 5
-E       assert -1 == 5
-E        +  where -1 = add(2, 3)
-
-test_calc.py:5: AssertionError
-=========================== short test summary info ============================
-FAILED test_calc.py::test_add - assert -1 == 5
-1 failed in 0.01s
-"""
+OUTPUT = PYTEST_OUTPUT
 PLAN = {
     "hypotheses": ["add subtracts instead of adding"],
     "evidence": [{"path": "calc.py", "start_line": 2, "end_line": 2, "reason": "uses a - b"}],
@@ -42,11 +26,7 @@ PLAN = {
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    root.mkdir()
-    (root / "calc.py").write_text(BUGGY)
-    (root / "test_calc.py").write_text(TEST)
-    return root
+    return make_project(tmp_path / "proj")
 
 
 def make_engine(double: VLLMDouble, cache_dir: Path, **overrides) -> Engine:

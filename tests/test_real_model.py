@@ -23,11 +23,10 @@ import pytest
 from qwen_lsp.engine import Engine
 from qwen_lsp.models import Task, TaskKind
 from qwen_lsp.settings import Settings
+from tests.calc_project import BUGGY, PYTEST, PYTEST_OUTPUT, make_project
 
 pytestmark = pytest.mark.real_model
 
-BUGGY = "def add(a, b):\n    return a - b\n"
-TEST = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
 
 
 def _gguf() -> Path | None:
@@ -74,11 +73,7 @@ def llama_server(tmp_path_factory) -> Iterator[str]:
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    root.mkdir()
-    (root / "calc.py").write_text(BUGGY)
-    (root / "test_calc.py").write_text(TEST)
-    return root
+    return make_project(tmp_path / "proj")
 
 
 async def test_the_engine_runs_end_to_end_on_a_real_model_and_fails_safely(llama_server, project, tmp_path):
@@ -88,8 +83,8 @@ async def test_the_engine_runs_end_to_end_on_a_real_model_and_fails_safely(llama
     task = Task(
         kind=TaskKind.command,
         description="pytest failed",
-        command=f"{sys.executable} -m pytest -q -p no:cacheprovider test_calc.py",
-        terminal_output="test_calc.py:5: AssertionError\nE       assert -1 == 5\nFAILED test_calc.py::test_add\n",
+        command=PYTEST,
+        terminal_output=PYTEST_OUTPUT,
         exit_code=1,
     )
     result = await Engine(settings).fix(task, project)

@@ -16,26 +16,10 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities, make_test_lsp_client
 
 from qwen_lsp.lsp_convert import file_uri
+from tests.calc_project import BUGGY, PYTEST, PYTEST_OUTPUT, TEST, make_project  # noqa: F401 (re-exported to the tests)
 
 SERVER = [sys.executable, "-m", "qwen_lsp.cli"]
-PYTEST = f"{sys.executable} -m pytest -q -p no:cacheprovider test_calc.py"
-BUGGY = "def add(a, b):\n    total = a - b\n    return total\n\n\ndef sub(a, b):\n    return a - b\n"
-TEST = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
 MAIN = "def main():\n    x = 1\n    print(undefined_name)\n\n\nmain()\n"
-PYTEST_OUTPUT = """F                                                                        [100%]
-=================================== FAILURES ===================================
-___________________________________ test_add ___________________________________
-
-    def test_add():
->       assert add(2, 3) == 5
-E       assert -1 == 5
-E        +  where -1 = add(2, 3)
-
-test_calc.py:5: AssertionError
-=========================== short test summary info ============================
-FAILED test_calc.py::test_add - assert -1 == 5
-1 failed in 0.01s
-"""
 PLAN = {
     "hypotheses": ["add subtracts instead of adding"],
     "evidence": [{"path": "calc.py", "start_line": 2, "end_line": 2, "reason": "uses a - b"}],
@@ -84,10 +68,7 @@ def recording_client() -> LanguageClient:
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    root.mkdir()
-    (root / "calc.py").write_text(BUGGY)
-    (root / "test_calc.py").write_text(TEST)
+    root = make_project(tmp_path / "proj")
     (root / "main.py").write_text(MAIN)
     return root
 
