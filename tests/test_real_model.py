@@ -98,3 +98,60 @@ async def test_the_engine_runs_end_to_end_on_a_real_model_and_fails_safely(llama
         assert result.changes == [] and result.error
     assert result.accounting.thinking_calls == 1 and result.accounting.non_thinking_calls >= 1
     assert result.plan is not None  # a plan object even when the model ignored the JSON request
+
+
+def _git_repo(root: Path) -> None:
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "init"]):
+        subprocess.run(["git", *args], cwd=root, check=True)
+
+
+def _env(base_url: str, tmp_path: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "QWEN_LSP_BASE_URL": base_url,
+        "QWEN_LSP_CACHE_DIR": str(tmp_path / "cache"),
+        "QWEN_LSP_PLAN_MAX_TOKENS": "160",
+        "QWEN_LSP_PATCH_MAX_TOKENS": "160",
+        "QWEN_LSP_MAX_ROUNDS": "2",
+        "QFIX_STATE_DIR": str(tmp_path / "state"),
+    }
+
+
+def test_qfix_yes_on_a_real_model_reports_and_never_writes_a_broken_fix(llama_server, project, tmp_path):
+    import json
+
+    _git_repo(project)
+    qfix = Path(sys.executable).with_name("qfix")
+    run = subprocess.run(
+        [str(qfix), "--yes", "--json", "--", sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_calc.py"],
+        cwd=project, env=_env(llama_server, tmp_path), capture_output=True, text=True, timeout=600,
+    )
+    report = json.loads(run.stdout)
+    assert report["exit_code"] == 1 and report["exit_status"] == run.returncode
+    if run.returncode == 0:  # the tiny model really fixed it: then the re-run passed
+        assert report["applied"] and report["verification"]["passed"]
+    else:
+        assert run.returncode == 1 and (project / "calc.py").read_text() == BUGGY
+        assert report["outcome"] in {"no_change", "failed", "changed_unverified"} or report["error"]
+    assert report["model"]["thinking_calls"] == 1
+
+
+def test_qwen_review_on_a_real_model_is_never_a_silent_pass(llama_server, project, tmp_path):
+    import json
+
+    _git_repo(project)
+    (project / "calc.py").write_text(BUGGY.replace("return total", "return total * 0"))
+    subprocess.run(["git", "add", "calc.py"], cwd=project, check=True)
+    review = Path(sys.executable).with_name("qwen-review")
+    run = subprocess.run(
+        [str(review), "--format", "json", "--on-unavailable", "block", "--timeout", "300"],
+        cwd=project, env=_env(llama_server, tmp_path), capture_output=True, text=True, timeout=600,
+    )
+    # Either the model produced findings in the schema (a real review), or the review is
+    # reported as NOT done and blocks: useless output must never read as a clean pass.
+    if run.returncode == 3:
+        assert "NOT" in run.stderr
+    else:
+        assert run.returncode in (0, 1)
+        report = json.loads(run.stdout)
+        assert all(f["path"] == "calc.py" for f in report["findings"])
