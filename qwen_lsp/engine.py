@@ -2,7 +2,7 @@
 
     plan = think(context + task)                      # cached on disk by task fingerprint
     loop: reply = patch(conversation)                 # append-only: byte-stable prefix
-          run its tool calls on the in-memory overlay
+          run its tool calls on the in-memory overlay; new syntax errors are reported at once
           on finish: validate (parse + verify command); failures go back as tool results
           the same failure twice: re-plan once (thinking) with the failed attempt in view
     result = plan, diffs, shell suggestions, validation, accounting
@@ -182,12 +182,15 @@ class _Run:
                 self.messages.append({"role": "user", "content": NUDGE})
                 continue
             idle_rounds = 0
+            edits_before = self.toolbox.edits_applied
             for call in reply.tool_calls:
                 result = self.toolbox.call(call.name, call.arguments)
                 if call.name == "finish" and self.toolbox.finished is not None:
                     validation = await self._validate()
                     result = _validation_report(validation)
                 self.messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+            if self.toolbox.finished is None and self.toolbox.edits_applied > edits_before:
+                self._report_parse_errors()  # cheap check every round; the verify command waits for finish
             if self.toolbox.finished is None:
                 continue
             if validation.ok:
@@ -203,6 +206,12 @@ class _Run:
                 self.messages.append({"role": "user", "content": PATCH_REQUEST})
             seen_failures.add(fingerprint)
         return validation, "stopped: round limit reached"
+
+    def _report_parse_errors(self) -> None:
+        """Tell the model at once when this round's edits broke the syntax (appended to the last tool result)."""
+        broken = [c.detail for c in check_parse(self.overlay.changes()) if not c.ok]
+        if broken:
+            self.messages[-1]["content"] += "\nWarning: " + "; ".join(broken) + ". Fix it before calling finish."
 
     async def _text_round(self, reply: Completion) -> tuple[bool, Validation]:
         """Degraded mode: apply SEARCH/REPLACE blocks from plain text."""

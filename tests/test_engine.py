@@ -155,6 +155,21 @@ async def test_a_failing_verification_goes_back_to_the_model_and_a_repeat_replan
     assert result.outcome == "fixed" and result.accounting.thinking_calls == 2
 
 
+async def test_an_edit_that_breaks_the_syntax_is_reported_in_the_same_round(vllm, project, tmp_path):
+    vllm.script(
+        Reply(reasoning="r", content=json.dumps(PLAN)),
+        Reply(tool_calls=[("edit_file", {"path": "calc.py", "old_string": "total = a - b", "new_string": "total = (a + b"})]),
+        Reply(tool_calls=[("edit_file", {"path": "calc.py", "old_string": "total = (a + b", "new_string": "total = a + b"})]),
+        Reply(tool_calls=[("finish", {"summary": "done"})]),
+    )
+    result = await make_engine(vllm, tmp_path / "cache").fix(failing_test_task(), project)
+    after_bad_edit = vllm.chat_requests()[2]["messages"][-1]
+    assert after_bad_edit["role"] == "tool" and "syntax error" in after_bad_edit["content"]
+    after_good_edit = vllm.chat_requests()[3]["messages"][-1]
+    assert "syntax error" not in after_good_edit["content"]
+    assert result.outcome == "fixed"
+
+
 async def test_an_edit_that_breaks_the_syntax_is_not_accepted(vllm, project, tmp_path):
     vllm.script(
         Reply(reasoning="r", content=json.dumps(PLAN)),
