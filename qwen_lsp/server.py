@@ -471,7 +471,9 @@ class QwenLanguageServer(LanguageServer):
         elif result.suggestions:
             action.command = lsp_convert.suggestion_action(result.suggestions[0]).command
         else:
-            action.disabled = types.CodeActionDisabled(reason=result.error or result.summary or "no change")
+            reason = (result.error or result.summary or "no change").strip()
+            # Editors show this in a tooltip: the model's last words, not its whole essay.
+            action.disabled = types.CodeActionDisabled(reason=reason if len(reason) <= 300 else reason[:299] + "…")
         return action
 
     def remember_suggestions(self, path: str, diagnostic: types.Diagnostic, suggestions: list[ShellSuggestion]) -> None:
