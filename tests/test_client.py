@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import tempfile
 
 import pytest
 
-from qwen_lsp.client import ModelClient, ModelServerError, ReasoningExhausted, ServerUnavailable, ToolsUnsupported
+from qwen_lsp.client import (
+    ModelClient,
+    ModelServerError,
+    ReasoningExhausted,
+    ServerUnavailable,
+    ToolsUnsupported,
+)
 from qwen_lsp.settings import Settings
+from tests.net import free_port
 from tests.vllm_double import Reply, VLLMDouble
 
 MESSAGES = [{"role": "system", "content": "sys"}, {"role": "user", "content": "hi"}]
@@ -124,9 +130,7 @@ async def test_server_5xx_is_retried_by_the_sdk(vllm):
 
 
 async def test_server_down_names_the_url_and_how_to_start_vllm():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]  # closed again: nothing listens there
+    port = free_port()  # nothing listens there
     client = ModelClient(Settings(base_url=f"http://127.0.0.1:{port}/v1", cache_dir=tempfile.mkdtemp(prefix="qwen-client-test-"), max_retries=0))
     with pytest.raises(ServerUnavailable) as err:
         await client.complete(MESSAGES, thinking=False, max_tokens=5)

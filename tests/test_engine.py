@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ from qwen_lsp.engine import Engine
 from qwen_lsp.models import Task, TaskKind
 from qwen_lsp.settings import Settings
 from tests.calc_project import BUGGY, PYTEST, PYTEST_OUTPUT, make_project
+from tests.net import free_port
 from tests.vllm_double import Reply, VLLMDouble
 
 OUTPUT = PYTEST_OUTPUT
@@ -184,9 +184,7 @@ async def test_an_edit_that_breaks_the_syntax_is_not_accepted(vllm, project, tmp
 
 
 async def test_server_down_gives_a_clear_error_and_changes_nothing(project, tmp_path):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     engine = Engine(Settings(base_url=f"http://127.0.0.1:{port}/v1", cache_dir=tmp_path / "cache", max_retries=0))
     with pytest.raises(ServerUnavailable, match=f"127.0.0.1:{port}.*vllm serve"):
         await engine.fix(failing_test_task(), project)

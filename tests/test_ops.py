@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 from pathlib import Path
 
 import pytest
@@ -12,10 +11,16 @@ from qwen_lsp import calllog
 from qwen_lsp.cli import main as qwen_lsp_main
 from qwen_lsp.doctor import run_doctor
 from qwen_lsp.serving import (
-    LINEAR_STATE_BYTES, NotEnoughMemory, kv_bytes_per_token, max_context, plan_serving, tensor_parallel,
+    LINEAR_STATE_BYTES,
+    NotEnoughMemory,
+    kv_bytes_per_token,
+    max_context,
+    plan_serving,
+    tensor_parallel,
 )
 from qwen_lsp.settings import Settings
 from qwen_lsp.stats import parse_metrics, summarize
+from tests.net import free_port
 from tests.vllm_double import Reply, VLLMDouble
 
 GIB = 1024**3
@@ -129,9 +134,7 @@ async def test_doctor_names_each_misconfiguration_with_its_fix(tmp_path, double_
 
 
 async def test_doctor_on_a_server_that_is_down(tmp_path):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     checks = await run_doctor(Settings(base_url=f"http://127.0.0.1:{port}/v1", cache_dir=tmp_path))
     assert [(c.name, c.ok) for c in checks] == [("server reachable", False)]
     assert "vllm serve" in checks[0].fix

@@ -10,6 +10,7 @@ import time
 
 from qwen_lsp import __version__
 from qwen_lsp.cli import build_parser
+from tests.net import free_port
 
 SERVER = [sys.executable, "-m", "qwen_lsp.cli"]
 
@@ -38,9 +39,7 @@ def read_message(stream) -> dict:
 
 
 def test_tcp_serves_lsp_on_localhost(tmp_path):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     proc = subprocess.Popen([*SERVER, "--tcp", "--port", str(port)], stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 60

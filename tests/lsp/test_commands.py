@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -12,8 +11,17 @@ import pytest
 from lsprotocol import types
 
 from qwen_lsp.lsp_convert import apply_text_edits
-from tests.lsp.conftest import BUGGY, PYTEST, PYTEST_OUTPUT, code_actions, open_doc, terminal_output, wait_until
+from tests.lsp.conftest import (
+    BUGGY,
+    PYTEST,
+    PYTEST_OUTPUT,
+    code_actions,
+    open_doc,
+    terminal_output,
+    wait_until,
+)
 from tests.lsp.test_fix import FIX_REPLIES, foreign_diagnostic, plan_reply
+from tests.net import closed_port_url
 from tests.vllm_double import Reply
 
 
@@ -86,10 +94,7 @@ async def test_review_command_publishes_review_diagnostics(lsp, vllm, project):
 class TestConfigurationAndSuggestions:
     @pytest.fixture
     def server_options(self, cache_dir: Path) -> dict[str, Any]:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            dead = s.getsockname()[1]
-        return {"baseUrl": f"http://127.0.0.1:{dead}/v1", "cacheDir": str(cache_dir), "maxRetries": 0}
+        return {"baseUrl": closed_port_url(), "cacheDir": str(cache_dir), "maxRetries": 0}
 
     @pytest.fixture
     def client_config(self, vllm) -> dict[str, Any]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -10,15 +9,13 @@ import pytest
 from lsprotocol import types
 
 from tests.lsp.conftest import code_actions, open_doc, wait_until
+from tests.net import closed_port_url
 from tests.vllm_double import Reply
 
 
 @pytest.fixture
 def server_options(cache_dir: Path) -> dict[str, Any]:
-    with socket.socket() as s:  # a port nobody listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    return {"baseUrl": f"http://127.0.0.1:{port}/v1", "cacheDir": str(cache_dir), "maxRetries": 0}
+    return {"baseUrl": closed_port_url(), "cacheDir": str(cache_dir), "maxRetries": 0}
 
 
 def diagnostic() -> types.Diagnostic:

@@ -84,15 +84,6 @@ def qfix_env(tmp_path: Path, vllm: VLLMDouble) -> dict[str, str]:
     }
 
 
-def server_down_url() -> str:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    return f"http://127.0.0.1:{port}/v1"
-
-
 class Shell:
     """An interactive shell in a pty with a known prompt."""
 

@@ -8,7 +8,8 @@ import subprocess
 
 import pytest
 
-from tests.qfix.conftest import BUGGY, FIXED, QFIX, Shell, fix_replies, server_down_url
+from tests.net import closed_port_url
+from tests.qfix.conftest import BUGGY, FIXED, QFIX, Shell, fix_replies
 
 
 @pytest.mark.parametrize("shell_name", ["bash", "zsh"])
@@ -70,7 +71,7 @@ def test_dry_run_shows_the_diff_and_changes_nothing(repo, qfix_env, vllm, shells
 
 
 def test_a_model_server_that_is_down_gives_one_actionable_line_and_exit_2(repo, qfix_env, shells):
-    url = server_down_url()
+    url = closed_port_url()
     sh = Shell("bash", {**qfix_env, "QWEN_LSP_BASE_URL": url}, repo)
     shells.append(sh)
     out = sh.run("qfix --yes -- python script.py 2>err.txt", timeout=90)
@@ -111,7 +112,7 @@ def test_json_without_yes_is_a_dry_run(repo, qfix_env, vllm):
 
 
 def test_json_reports_a_server_down_error(repo, qfix_env):
-    env = {**qfix_env, "QWEN_LSP_BASE_URL": server_down_url()}
+    env = {**qfix_env, "QWEN_LSP_BASE_URL": closed_port_url()}
     proc = subprocess.run([QFIX, "--json", "--yes", "--", "python", "script.py"], cwd=repo, env=env,
                           capture_output=True, text=True, timeout=90, stdin=subprocess.DEVNULL)
     assert proc.returncode == 2

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import json
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -56,14 +55,6 @@ def bug_finding(line: int = BUG_LINE + 1, path: str = "calc.py", severity: str =
         "message": "The loop skips the first value, so the mean is wrong.",
         "suggestion": "Iterate over `values`, not `values[1:]`.",
     }
-
-
-def closed_port_url() -> str:
-    """A base URL where nothing listens (connection refused)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    return f"http://127.0.0.1:{port}/v1"
 
 
 def make_calc_repo(root: Path, env: dict[str, str] | None = None) -> GitRepo:

@@ -12,7 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.review.conftest import BUG_LINE, CALC_BUG, CALC_V1, CALC_V2, HISTORY_SUBJECT, bug_finding, closed_port_url, findings_reply
+from tests.net import closed_port_url
+from tests.review.conftest import (
+    BUG_LINE,
+    CALC_BUG,
+    CALC_V1,
+    CALC_V2,
+    HISTORY_SUBJECT,
+    bug_finding,
+    findings_reply,
+)
 from tests.review.gitrepo import GitRepo, git_env
 from tests.review.test_review_cli import validate_sarif
 from tests.vllm_double import VLLMDouble

@@ -12,7 +12,8 @@ import pytest
 
 from qwen_lsp.review import ReviewResult
 from terminal_agent import review as cli
-from tests.review.conftest import BUG_LINE, bug_finding, closed_port_url, findings_reply
+from tests.net import closed_port_url
+from tests.review.conftest import BUG_LINE, bug_finding, findings_reply
 from tests.review.gitrepo import GitRepo
 from tests.vllm_double import VLLMDouble
 

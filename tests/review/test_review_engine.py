@@ -9,9 +9,23 @@ import pytest
 from qwen_lsp import review
 from qwen_lsp.cache import StateCache
 from qwen_lsp.client import ModelClient
-from qwen_lsp.review import FINDINGS_SCHEMA, Finding, map_findings, parse_diff, parse_findings, review_diff
+from qwen_lsp.review import (
+    FINDINGS_SCHEMA,
+    Finding,
+    map_findings,
+    parse_diff,
+    parse_findings,
+    review_diff,
+)
 from qwen_lsp.settings import Settings
-from tests.review.conftest import BUG_LINE, CALC_BUG, HISTORY_SUBJECT, bug_finding, closed_port_url, findings_reply
+from tests.net import closed_port_url
+from tests.review.conftest import (
+    BUG_LINE,
+    CALC_BUG,
+    HISTORY_SUBJECT,
+    bug_finding,
+    findings_reply,
+)
 from tests.review.gitrepo import GitRepo
 from tests.vllm_double import Reply, VLLMDouble
 
