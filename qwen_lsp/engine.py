@@ -16,7 +16,7 @@ import asyncio
 import hashlib
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -115,7 +115,7 @@ class _Run:
             read_file=self.overlay.read, cache_dir=self.settings.cache_dir, max_model_len=await self._input_limit(),
         )
         named = {self.task.path} | {f.resolved for f in built.frames if f.resolved}
-        key = task_fingerprint(self.task, self._seen_hashes({p: "" for p in named if p}))
+        key = task_fingerprint(self.task, self._seen_hashes(p for p in named if p))
         self.messages = list(built.messages)
         if self.task.kind == TaskKind.explain:
             return await self._explain()
@@ -123,15 +123,17 @@ class _Run:
         self.messages.append({"role": "user", "content": PLAN_REQUEST})
         cached = self.engine.cache.get_state(key)
         if cached is not None and self._seen_hashes(cached.file_hashes) == cached.file_hashes:
-            self.plan, plan_message = cached.plan, cached.plan_message
+            state = cached
             self.accounting.plan_from_cache = True
             self.progress("plan restored from cache")
         else:
             self.progress("planning")
-            self.plan, plan_message = await self._plan()
-        state = CachedState(plan=self.plan, plan_message=plan_message, file_hashes=self._plan_inputs())
-        self.engine.cache.put_state(key, state)
-        self.messages.append(plan_message)
+            plan, plan_message = await self._plan()
+            state = CachedState(plan=plan, plan_message=plan_message)
+            state.file_hashes = self._plan_inputs(plan)
+            self.engine.cache.put_state(key, state)  # kept even if the patch loop is cancelled
+        self.plan = state.plan
+        self.messages.append(state.plan_message)
 
         validation, summary = await self._patch_loop()
         result = self._result(validation, summary)
@@ -295,15 +297,13 @@ class _Run:
             return None
         return max(1024, max_len - max(self.settings.plan_max_tokens, self.settings.patch_max_tokens))
 
-    def _plan_inputs(self) -> dict[str, str]:
+    def _plan_inputs(self, plan: Plan) -> dict[str, str]:
         """Hashes of every file the plan saw or cites; checked again before a cached plan is reused."""
-        paths = dict.fromkeys(self.overlay.originals, "")
-        paths.update(dict.fromkeys((e.path for e in self.plan.evidence), "") if self.plan else {})
-        return self._seen_hashes(paths)
+        return self._seen_hashes([*self.overlay.originals, *(e.path for e in plan.evidence)])
 
-    def _seen_hashes(self, paths: dict[str, str]) -> dict[str, str]:
+    def _seen_hashes(self, paths: Iterable[str]) -> dict[str, str]:
         hashes = {}
-        for path in sorted(paths):
+        for path in sorted(set(paths)):
             try:
                 text = self.overlay.read(path)
             except PathOutsideWorkspace:
