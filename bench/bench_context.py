@@ -22,10 +22,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from qwen_lsp.context.repomap import build_index, list_files, repo_map
-from qwen_lsp.models import Task, TaskKind
-from qwen_lsp.prompt import assemble
+from qwen_lsp.types import Task, TaskKind
+from qwen_lsp.context.prompt import assemble
 from qwen_lsp.settings import Settings
-from qwen_lsp.tokens import count_tokens
+from qwen_lsp.llm.tokens import count_tokens
 
 from figures import figure  # bench/figures.py
 

@@ -19,8 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from qwen_lsp.engine import Engine  # noqa: E402
-from qwen_lsp.models import Task, TaskKind  # noqa: E402
+from qwen_lsp.engine.loop import Engine  # noqa: E402
+from qwen_lsp.types import Task, TaskKind  # noqa: E402
 from qwen_lsp.settings import Settings  # noqa: E402
 from tests.vllm_double import Reply, VLLMDouble, common_prefix, encode, render_prompt  # noqa: E402
 

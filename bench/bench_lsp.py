@@ -30,8 +30,8 @@ from pytest_lsp import client_capabilities  # noqa: E402
 
 from figures import figure  # noqa: E402  (bench/figures.py)
 
-from qwen_lsp.lsp_convert import file_uri  # noqa: E402
-from qwen_lsp.protocol import ActionData  # noqa: E402
+from qwen_lsp.lsp.convert import file_uri  # noqa: E402
+from qwen_lsp.wire import ActionData  # noqa: E402
 from tests.lsp.conftest import BUGGY, PLAN, TEST, recording_client  # noqa: E402
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .models import FileChange
+from qwen_lsp.types import FileChange
 
 
 class StaleFile(RuntimeError):

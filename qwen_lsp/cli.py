@@ -15,7 +15,8 @@ import os
 import sys
 from collections.abc import Callable
 
-from . import __version__, ops_cli
+from qwen_lsp import __version__
+from qwen_lsp.ops import cli as ops_cli
 
 TCP_HOST = "127.0.0.1"  # never listen beyond this machine: the server reads and edits the workspace
 
@@ -26,7 +27,7 @@ SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [*ops_cli.SUBC
 
 def serve(args: argparse.Namespace) -> int:
     # Imported here so `--version` and other subcommands stay fast.
-    from .server import create_server
+    from qwen_lsp.lsp.server import create_server
 
     server = create_server()
     try:

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from .protocol import TERMINAL_OUTPUT, TerminalOutput
+from qwen_lsp.wire import TERMINAL_OUTPUT, TerminalOutput
 
 log = logging.getLogger(__name__)
 

@@ -24,20 +24,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from qwen_lsp.apply import StaleFile, apply_changes
-from qwen_lsp.client import ModelServerError
-from qwen_lsp.engine import Engine
-from qwen_lsp.models import FileChange, FixResult, Risk, Task
-from qwen_lsp.protocol import TerminalOutput
-from qwen_lsp.risk import classify
-from qwen_lsp.risk import suggestion as labelled
+from qwen_lsp.llm.client import ModelServerError
+from qwen_lsp.engine.loop import Engine
+from qwen_lsp.types import FileChange, FixResult, Risk, Task
+from qwen_lsp.wire import TerminalOutput
+from qwen_lsp.engine.risk import classify
+from qwen_lsp.engine.risk import suggestion as labelled
 from qwen_lsp.settings import Settings, load_settings
 from qwen_lsp.sidechannel import notify_running_server
 
-from . import undo
-from .pty_run import Finished, nothing_to_fix, run_in_pty, run_shell_command
-from .report import QfixReport, Verification
-from .state import ShellRecord, last_record, tmux_output
-from .ui import UI, Choice
+from terminal_agent import undo
+from terminal_agent.pty_run import Finished, nothing_to_fix, run_in_pty, run_shell_command
+from terminal_agent.report import QfixReport, Verification
+from terminal_agent.state import ShellRecord, last_record, tmux_output
+from terminal_agent.ui import UI, Choice
 
 
 @dataclass

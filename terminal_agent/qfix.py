@@ -22,7 +22,7 @@ import sys
 import threading
 from pathlib import Path
 
-from .pty_run import Finished, nothing_to_fix, run_in_pty
+from terminal_agent.pty_run import Finished, nothing_to_fix, run_in_pty
 
 USAGE_ERROR = 2
 
@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         os._exit(ran[1].exit_code)
     # Imported only now: `qfix init` runs at every shell start and must not pay for the engine,
     # and `qfix -- CMD` starts CMD at once (the engine was imported while it ran).
-    from . import agent
+    from terminal_agent import agent
 
     if opts.undo:
         return agent.undo_last_fix()
@@ -80,13 +80,13 @@ def _run_first(command: list[str], echo_fd: int) -> tuple[list[str], Finished]:
 
 def _warm_up() -> None:
     import terminal_agent.agent  # noqa: F401
-    from qwen_lsp.tokens import count_tokens
+    from qwen_lsp.llm.tokens import count_tokens
 
     count_tokens("warm up")
 
 
 def _init(args: list[str]) -> int:
-    from .shell_init import SHELLS, init_script, prune_dead_sessions
+    from terminal_agent.shell_init import SHELLS, init_script, prune_dead_sessions
 
     if len(args) != 1 or args[0] not in SHELLS:
         print(f"usage: qfix init {{{','.join(SHELLS)}}}", file=sys.stderr)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from qwen_lsp.models import FixResult, Plan, ShellSuggestion
+from qwen_lsp.types import FixResult, Plan, ShellSuggestion
 
 
 class FileDiff(BaseModel):

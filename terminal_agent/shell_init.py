@@ -11,7 +11,7 @@ import sys
 from importlib import resources
 from pathlib import Path
 
-from .paths import sessions_dir
+from terminal_agent.paths import sessions_dir
 
 SHELLS = ("bash", "zsh", "fish")
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
-from .paths import sessions_dir
+from terminal_agent.paths import sessions_dir
 
 TMUX_LINES = 2000  # scrollback lines read from the pane when looking for the last output
 

@@ -15,7 +15,7 @@ from rich.live import Live
 from rich.spinner import Spinner
 from rich.text import Text
 
-from qwen_lsp.models import FileChange, Plan, Risk, ShellSuggestion, Validation
+from qwen_lsp.types import FileChange, Plan, Risk, ShellSuggestion, Validation
 
 Choice = Literal["apply", "skip", "edit", "quit"]
 CHOICES: dict[str, Choice] = {"a": "apply", "s": "skip", "e": "edit", "q": "quit"}

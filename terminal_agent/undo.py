@@ -11,9 +11,9 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from qwen_lsp.apply import apply_changes, check_fresh
-from qwen_lsp.models import FileChange
+from qwen_lsp.types import FileChange
 
-from .paths import state_dir
+from terminal_agent.paths import state_dir
 
 KEEP = 50  # fixes remembered per workspace
 

@@ -8,13 +8,7 @@ import tempfile
 
 import pytest
 
-from qwen_lsp.client import (
-    ModelClient,
-    ModelServerError,
-    ReasoningExhausted,
-    ServerUnavailable,
-    ToolsUnsupported,
-)
+from qwen_lsp.llm.client import ModelClient, ModelServerError, ReasoningExhausted, ServerUnavailable, ToolsUnsupported
 from qwen_lsp.settings import Settings
 from tests.net import free_port
 from tests.vllm_double import Reply, VLLMDouble

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from qwen_lsp.edits import EditError, apply_edit, unified_diff
+from qwen_lsp.engine.edits import EditError, apply_edit, unified_diff
 
 PY = """\
 class Greeter:

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from qwen_lsp.client import ServerUnavailable
-from qwen_lsp.engine import Engine
-from qwen_lsp.models import Task, TaskKind
+from qwen_lsp.llm.client import ServerUnavailable
+from qwen_lsp.engine.loop import Engine
+from qwen_lsp.types import Task, TaskKind
 from qwen_lsp.settings import Settings
 from tests.calc_project import BUGGY, PYTEST, PYTEST_OUTPUT, make_project
 from tests.net import free_port

@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 
 from qwen_lsp.apply import StaleFile, apply_changes
-from qwen_lsp.cache import StateCache, normalize_output, task_fingerprint
-from qwen_lsp.engine import parse_plan
-from qwen_lsp.models import CachedState, Plan, Risk, Task, TaskKind
-from qwen_lsp.overlay import Overlay, PathOutsideWorkspace
-from qwen_lsp.parsing import loads_loose, parse_edit_blocks, parse_xml_tool_calls, split_reasoning
-from qwen_lsp.risk import classify, is_test_command
+from qwen_lsp.engine.cache import StateCache, normalize_output, task_fingerprint
+from qwen_lsp.engine.loop import parse_plan
+from qwen_lsp.types import CachedState, Plan, Risk, Task, TaskKind
+from qwen_lsp.engine.overlay import Overlay, PathOutsideWorkspace
+from qwen_lsp.llm.parsing import loads_loose, parse_edit_blocks, parse_xml_tool_calls, split_reasoning
+from qwen_lsp.engine.risk import classify, is_test_command
 from qwen_lsp.settings import load_settings
-from qwen_lsp.tokens import count_tokens, truncate_to_tokens
+from qwen_lsp.llm.tokens import count_tokens, truncate_to_tokens
 
 # -- settings ---------------------------------------------------------------------------------
 

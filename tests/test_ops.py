@@ -7,19 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from qwen_lsp import calllog
+from qwen_lsp.llm import calllog
 from qwen_lsp.cli import main as qwen_lsp_main
-from qwen_lsp.doctor import run_doctor
-from qwen_lsp.serving import (
-    LINEAR_STATE_BYTES,
-    NotEnoughMemory,
-    kv_bytes_per_token,
-    max_context,
-    plan_serving,
-    tensor_parallel,
-)
+from qwen_lsp.ops.doctor import run_doctor
+from qwen_lsp.ops.serving import LINEAR_STATE_BYTES, NotEnoughMemory, kv_bytes_per_token, max_context, plan_serving, tensor_parallel
 from qwen_lsp.settings import Settings
-from qwen_lsp.stats import parse_metrics, summarize
+from qwen_lsp.ops.stats import parse_metrics, summarize
 from tests.net import free_port
 from tests.vllm_double import Reply, VLLMDouble
 

@@ -5,4 +5,5 @@
 - source: context around one location (enclosing definition, outline, imports, definitions used)
 - git_context: uncommitted diff, recent commits touching the lines, blame
 - repomap: ranked definition signatures across the workspace within a token budget
+- prompt: the prompt assembled from all of the above, byte-stable prefix first
 """

@@ -19,7 +19,7 @@ from pathlib import Path
 import pathspec
 
 from qwen_lsp.context.treesitter import CONTAINER_KINDS, Definition, definitions, language_for, parse, references
-from qwen_lsp.tokens import count_tokens
+from qwen_lsp.llm.tokens import count_tokens
 
 MAX_FILE_BYTES = 512_000  # bigger source files are generated or vendored
 MAX_FILES = 50_000

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from qwen_lsp.models import Task, TaskKind
-from qwen_lsp.prompt import HEADINGS, assemble
+from qwen_lsp.types import Task, TaskKind
+from qwen_lsp.context.prompt import HEADINGS, assemble
 from qwen_lsp.settings import Budgets, Settings
-from qwen_lsp.tokens import count_tokens
+from qwen_lsp.llm.tokens import count_tokens
 
 SYSTEM = "You are a careful coding agent. Fix the bug with minimal edits."
 TOOLS = [

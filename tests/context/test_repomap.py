@@ -9,7 +9,7 @@ import pytest
 
 from qwen_lsp.context import repomap
 from qwen_lsp.context.repomap import build_index, list_files, rank_definitions, repo_map
-from qwen_lsp.tokens import count_tokens
+from qwen_lsp.llm.tokens import count_tokens
 
 
 def write(root: Path, rel: str, text: str | bytes) -> None:

@@ -15,7 +15,7 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities, make_test_lsp_client
 
-from qwen_lsp.lsp_convert import file_uri
+from qwen_lsp.lsp.convert import file_uri
 from tests.calc_project import BUGGY, PYTEST, PYTEST_OUTPUT, TEST, make_project  # noqa: F401 (re-exported to the tests)
 
 SERVER = [sys.executable, "-m", "qwen_lsp.cli"]

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from lsprotocol import types
 
-from qwen_lsp.lsp_convert import apply_text_edits
+from qwen_lsp.lsp.convert import apply_text_edits
 from tests.lsp.conftest import (
     BUGGY,
     PYTEST,

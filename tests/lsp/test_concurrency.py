@@ -10,7 +10,7 @@ import time
 from lsprotocol import types
 from pygls.exceptions import JsonRpcRequestCancelled
 
-from qwen_lsp.protocol import ActionData
+from qwen_lsp.wire import ActionData
 from tests.lsp.conftest import code_actions, open_doc, wait_until
 from tests.lsp.test_fix import foreign_diagnostic, slow_plan_reply
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from lsprotocol import types
 
-from qwen_lsp import lsp_convert as conv
+from qwen_lsp.lsp import convert as conv
 from qwen_lsp.context.frames import parse_output
-from qwen_lsp.edits import unified_diff
-from qwen_lsp.models import CheckOutcome, FileChange, FixResult, Risk, ShellSuggestion, Task, TaskKind, Validation
+from qwen_lsp.engine.edits import unified_diff
+from qwen_lsp.types import CheckOutcome, FileChange, FixResult, Risk, ShellSuggestion, Task, TaskKind, Validation
 
 CASES = [
     ("a\nb\nc\n", "a\nB\nc\n"),  # one line replaced

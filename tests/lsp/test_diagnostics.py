@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from qwen_lsp.lsp_convert import file_uri
+from qwen_lsp.lsp.convert import file_uri
 from qwen_lsp.sidechannel import socket_path
 from tests.lsp.conftest import PYTEST, PYTEST_OUTPUT, name_error_output, open_doc, terminal_output, wait_until
 

@@ -10,7 +10,7 @@ import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcRequestCancelled
 
-from qwen_lsp.lsp_convert import apply_text_edits, file_uri
+from qwen_lsp.lsp.convert import apply_text_edits, file_uri
 from tests.lsp.conftest import (
     PLAN, PYTEST, PYTEST_OUTPUT, code_actions, open_doc, terminal_output, wait_until,
 )

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from lsprotocol import types
 
-from qwen_lsp.lsp_convert import file_uri
+from qwen_lsp.lsp.convert import file_uri
 from tests.calc_project import BUGGY, PYTEST, PYTEST_OUTPUT
 from tests.lsp.conftest import code_actions, open_doc, terminal_output, wait_until
 

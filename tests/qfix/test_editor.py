@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from qwen_lsp.lsp_convert import file_uri
+from qwen_lsp.lsp.convert import file_uri
 from tests.lsp.conftest import code_actions, wait_until
 from tests.qfix.conftest import QFIX, fix_replies
 

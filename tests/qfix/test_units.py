@@ -11,8 +11,8 @@ import pytest
 from rich.console import Console
 
 from qwen_lsp.apply import StaleFile
-from qwen_lsp.models import FileChange
-from qwen_lsp.risk import suggestion
+from qwen_lsp.types import FileChange
+from qwen_lsp.engine.risk import suggestion
 from terminal_agent import agent, undo
 from terminal_agent.pty_run import nothing_to_fix, plain_text, run_in_pty, run_shell_command
 from terminal_agent.state import ShellRecord, last_record, output_after_prompt

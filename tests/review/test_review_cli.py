@@ -10,8 +10,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from qwen_lsp.review import ReviewResult
-from terminal_agent import review as cli
+from qwen_lsp.review.engine import ReviewResult
+from qwen_lsp.review import cli
 from tests.net import closed_port_url
 from tests.review.conftest import BUG_LINE, bug_finding, findings_reply
 from tests.review.gitrepo import GitRepo

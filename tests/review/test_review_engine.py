@@ -6,17 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from qwen_lsp import review
-from qwen_lsp.cache import StateCache
-from qwen_lsp.client import ModelClient
-from qwen_lsp.review import (
-    FINDINGS_SCHEMA,
-    Finding,
-    map_findings,
-    parse_diff,
-    parse_findings,
-    review_diff,
-)
+from qwen_lsp.review import engine as review
+from qwen_lsp.engine.cache import StateCache
+from qwen_lsp.llm.client import ModelClient
+from qwen_lsp.review.engine import FINDINGS_SCHEMA, Finding, map_findings, parse_diff, parse_findings, review_diff
 from qwen_lsp.settings import Settings
 from tests.net import closed_port_url
 from tests.review.conftest import (

@@ -22,20 +22,20 @@ from pydantic import BaseModel, ValidationError
 from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
-from .cache import StateCache
-from .client import ModelClient, ModelServerError, ServerUnavailable
-from .parsing import loads_loose
-from .settings import Settings
-from .tokens import count_tokens, truncate_to_tokens
+from qwen_lsp.engine.cache import StateCache
+from qwen_lsp.llm.client import ModelClient, ModelServerError, ServerUnavailable
+from qwen_lsp.llm.parsing import loads_loose
+from qwen_lsp.settings import Settings
+from qwen_lsp.llm.tokens import count_tokens, truncate_to_tokens
 
 # The context layer is optional here: a review without it is still a review.
 try:
-    from .context import source as _source
-    from .context import treesitter as _treesitter
+    from qwen_lsp.context import source as _source
+    from qwen_lsp.context import treesitter as _treesitter
 except Exception:  # noqa: BLE001 - missing or broken module: review the bare diff
     _source = _treesitter = None  # type: ignore[assignment]
 try:
-    from .context import git_context as _git_context
+    from qwen_lsp.context import git_context as _git_context
 except Exception:  # noqa: BLE001
     _git_context = None  # type: ignore[assignment]
 

@@ -12,8 +12,8 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from .edits import unified_diff
-from .models import FileChange
+from qwen_lsp.engine.edits import unified_diff
+from qwen_lsp.types import FileChange
 
 BufferReader = Callable[[str], "str | None"]
 

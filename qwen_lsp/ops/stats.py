@@ -8,7 +8,7 @@ from collections import defaultdict
 from prometheus_client.parser import text_string_to_metric_families
 from pydantic import BaseModel
 
-from .calllog import CallRecord, FixRecord
+from qwen_lsp.llm.calllog import CallRecord, FixRecord
 
 
 class Stats(BaseModel):

@@ -20,17 +20,18 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from . import calllog, prompt
-from .cache import StateCache, content_hash, normalize_output, task_fingerprint
-from .client import Completion, ModelClient, ReasoningExhausted, ToolsUnsupported
-from .edits import EditError, apply_edit
-from .models import Accounting, CachedState, FixResult, Plan, Risk, Task, TaskKind, Validation
-from .overlay import BufferReader, Overlay, PathOutsideWorkspace
-from .parsing import loads_loose, parse_edit_blocks
-from .risk import classify, is_test_command
-from .settings import Settings
-from .tools import TOOLS, ToolBox
-from .validate import check_parse, run_verify
+from qwen_lsp.llm import calllog
+from qwen_lsp.context import prompt
+from qwen_lsp.engine.cache import StateCache, content_hash, normalize_output, task_fingerprint
+from qwen_lsp.llm.client import Completion, ModelClient, ReasoningExhausted, ToolsUnsupported
+from qwen_lsp.engine.edits import EditError, apply_edit
+from qwen_lsp.types import Accounting, CachedState, FixResult, Plan, Risk, Task, TaskKind, Validation
+from qwen_lsp.engine.overlay import BufferReader, Overlay, PathOutsideWorkspace
+from qwen_lsp.llm.parsing import loads_loose, parse_edit_blocks
+from qwen_lsp.engine.risk import classify, is_test_command
+from qwen_lsp.settings import Settings
+from qwen_lsp.engine.tools import TOOLS, ToolBox
+from qwen_lsp.engine.validate import check_parse, run_verify
 
 Progress = Callable[[str], None]
 

@@ -13,10 +13,10 @@ from collections.abc import Awaitable, Callable
 
 from pydantic import BaseModel
 
-from .client import ModelClient, ModelServerError, ReasoningExhausted, ToolsUnsupported, VLLM_HINT
-from .parsing import loads_loose
-from .settings import Settings
-from .tokens import count_tokens
+from qwen_lsp.llm.client import ModelClient, ModelServerError, ReasoningExhausted, ToolsUnsupported, VLLM_HINT
+from qwen_lsp.llm.parsing import loads_loose
+from qwen_lsp.settings import Settings
+from qwen_lsp.llm.tokens import count_tokens
 
 
 class Check(BaseModel):

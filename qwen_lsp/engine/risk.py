@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import shlex
 
-from .models import Risk, ShellSuggestion
+from qwen_lsp.types import Risk, ShellSuggestion
 
 _ORDER = [Risk.read_only, Risk.modifies_files, Risk.network, Risk.destructive]
 

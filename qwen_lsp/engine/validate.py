@@ -13,8 +13,8 @@ from pathlib import Path
 from tree_sitter import Parser
 from tree_sitter_language_pack import get_parser
 
-from .models import CheckOutcome, FileChange
-from .overlay import Overlay
+from qwen_lsp.types import CheckOutcome, FileChange
+from qwen_lsp.engine.overlay import Overlay
 
 LANGUAGE_BY_SUFFIX = {
     ".py": "python", ".pyi": "python", ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript",

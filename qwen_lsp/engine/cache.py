@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 import diskcache
 from pydantic import BaseModel, ValidationError
 
-from .models import CachedState, Task
+from qwen_lsp.types import CachedState, Task
 
 M = TypeVar("M", bound=BaseModel)
 

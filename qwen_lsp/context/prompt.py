@@ -18,9 +18,9 @@ from qwen_lsp.context.git_context import git_context, render_git
 from qwen_lsp.context.repomap import TagIndex, build_index, repo_map
 from qwen_lsp.context.source import fence_language, read_source, referenced_names, render_context, render_snippet, source_context
 from qwen_lsp.context.treesitter import language_for
-from qwen_lsp.models import Task
+from qwen_lsp.types import Task
 from qwen_lsp.settings import Settings
-from qwen_lsp.tokens import count_tokens, truncate_to_tokens
+from qwen_lsp.llm.tokens import count_tokens, truncate_to_tokens
 
 # What the chat template adds around the messages and tool schemas (role tags, tool preamble).
 TEMPLATE_OVERHEAD = 256

@@ -25,9 +25,9 @@ from lsprotocol.converters import get_converter
 from pygls.uris import from_fs_path, to_fs_path
 from pygls.workspace import PositionCodec
 
-from . import protocol
-from .context.frames import Frame
-from .models import FileChange, FixResult, ShellSuggestion, Validation
+from qwen_lsp import wire as protocol
+from qwen_lsp.context.frames import Frame
+from qwen_lsp.types import FileChange, FixResult, ShellSuggestion, Validation
 
 CONVERTER = get_converter()
 UTF16 = PositionCodec(types.PositionEncodingKind.Utf16)

@@ -9,8 +9,9 @@ import sys
 import urllib.request
 from pathlib import Path
 
-from . import calllog, doctor, serving, stats
-from .settings import load_settings
+from qwen_lsp.llm import calllog
+from qwen_lsp.ops import doctor, serving, stats
+from qwen_lsp.settings import load_settings
 
 
 def add_model_command(sub: argparse._SubParsersAction) -> None:

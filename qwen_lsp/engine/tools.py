@@ -9,10 +9,10 @@ import json
 import re
 from typing import Any
 
-from . import risk
-from .edits import EditError, apply_edit
-from .models import ShellSuggestion
-from .overlay import Overlay, PathOutsideWorkspace
+from qwen_lsp.engine import risk
+from qwen_lsp.engine.edits import EditError, apply_edit
+from qwen_lsp.types import ShellSuggestion
+from qwen_lsp.engine.overlay import Overlay, PathOutsideWorkspace
 
 READ_LIMIT = 400  # lines per read_file call
 SEARCH_LIMIT = 50  # matches per search_code call

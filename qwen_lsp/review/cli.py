@@ -21,9 +21,9 @@ from typing import Any, TextIO
 from urllib.parse import quote
 
 from qwen_lsp import __version__
-from qwen_lsp.cache import StateCache
-from qwen_lsp.client import ModelClient
-from qwen_lsp.review import SEVERITY_ORDER, DiffError, Finding, ReviewResult, parse_diff, review_diff
+from qwen_lsp.engine.cache import StateCache
+from qwen_lsp.llm.client import ModelClient
+from qwen_lsp.review.engine import SEVERITY_ORDER, DiffError, Finding, ReviewResult, parse_diff, review_diff
 from qwen_lsp.settings import Settings, load_settings
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_UNAVAILABLE = 0, 1, 2, 3
@@ -270,7 +270,7 @@ def install_hook(root: Path, args: list[str], *, force: bool = False) -> Path:
             "or add the qwen-review hook to .pre-commit-config.yaml"
         )
     python = shlex.quote(sys.executable)
-    command = " ".join(shlex.quote(a) for a in ["-m", "terminal_agent.review", *args])
+    command = " ".join(shlex.quote(a) for a in ["-m", "qwen_lsp.review.cli", *args])
     hook.parent.mkdir(parents=True, exist_ok=True)
     hook.write_text(
         "#!/bin/sh\n"

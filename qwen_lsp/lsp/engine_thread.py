@@ -13,10 +13,10 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .settings import Settings
+from qwen_lsp.settings import Settings
 
 if TYPE_CHECKING:  # the engine (openai, tree-sitter) loads on the engine thread, not before `initialize`
-    from .engine import Engine
+    from qwen_lsp.engine.loop import Engine
 
 T = TypeVar("T")
 CANCEL_GRACE_SECONDS = 10.0  # how long a cancelled request waits for the engine to close its stream
@@ -38,7 +38,7 @@ class EngineThread:
     def engine(self, root: Path, settings: Settings) -> Engine:
         """The Engine for `root` (engine thread only): kept while its settings stay the same,
         so the model client's connections and the tool-support probe are reused."""
-        from .engine import Engine
+        from qwen_lsp.engine.loop import Engine
 
         current = self._engines.get(root)
         if current is None or current[0] != settings:
@@ -87,8 +87,8 @@ class EngineThread:
         """Import the engine's heavy dependencies in the background, before the first request needs them."""
 
         def load() -> None:
-            from . import engine  # noqa: F401
-            from .tokens import count_tokens
+            from qwen_lsp.engine import loop as engine  # noqa: F401
+            from qwen_lsp.llm.tokens import count_tokens
 
             # Building the tokenizer holds the GIL for ~0.5 s (tiktoken's constructor): do it now,
             # not in the middle of the first fix while the user types.

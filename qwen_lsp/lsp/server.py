@@ -25,13 +25,14 @@ from pygls.protocol import LanguageServerProtocol, default_converter
 from pygls.protocol.json_rpc import JsonRPCNotification, JsonRPCRequestMessage, MsgId
 from pygls.uris import from_fs_path, to_fs_path
 
-from . import __version__, lsp_convert, protocol
-from .apply import check_fresh
-from .context.frames import parse_output
-from .engine_thread import EngineThread, ModelUnavailable
-from .models import FixResult, ShellSuggestion, Task, TaskKind
-from .settings import Settings, load_settings
-from .sidechannel import Listener, socket_path
+from qwen_lsp import __version__, wire as protocol
+from qwen_lsp.lsp import convert as lsp_convert
+from qwen_lsp.apply import check_fresh
+from qwen_lsp.context.frames import parse_output
+from qwen_lsp.lsp.engine_thread import EngineThread, ModelUnavailable
+from qwen_lsp.types import FixResult, ShellSuggestion, Task, TaskKind
+from qwen_lsp.settings import Settings, load_settings
+from qwen_lsp.sidechannel import Listener, socket_path
 
 log = logging.getLogger(__name__)
 PROGRESS_CREATE_TIMEOUT = 5.0
@@ -298,7 +299,7 @@ class QwenLanguageServer(LanguageServer):
         async with self.progress(title) as report:
 
             async def fix() -> FixResult:
-                from .client import ModelServerError
+                from qwen_lsp.llm.client import ModelServerError
 
                 engine = worker.engine(root, settings)
                 try:
@@ -561,8 +562,8 @@ class QwenLanguageServer(LanguageServer):
         settings = self.settings_for(root)
 
         async def review() -> Any:
-            from .edits import unified_diff
-            from .review import review_diff
+            from qwen_lsp.engine.edits import unified_diff
+            from qwen_lsp.review.engine import review_diff
 
             engine = worker.engine(root, settings)
             base = "" if whole_file else await _git_head_text(root, rel)

@@ -11,7 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from .models import Risk
+from qwen_lsp.types import Risk
 
 # -- method and command names -----------------------------------------------------------------
 

@@ -16,10 +16,10 @@ import openai
 from openai import AsyncOpenAI
 from pydantic import BaseModel, Field
 
-from . import calllog
-from .parsing import parse_xml_tool_calls, split_reasoning
-from .settings import SamplingPreset, Settings
-from .tokens import count_tokens
+from qwen_lsp.llm import calllog
+from qwen_lsp.llm.parsing import parse_xml_tool_calls, split_reasoning
+from qwen_lsp.settings import SamplingPreset, Settings
+from qwen_lsp.llm.tokens import count_tokens
 
 VLLM_HINT = (
     "Start it with: vllm serve Qwen/Qwen3.6-27B --max-model-len 262144 --reasoning-parser qwen3 "

@@ -1,0 +1,1 @@
+"""The language server: pygls wiring, the engine thread, conversions to LSP types."""

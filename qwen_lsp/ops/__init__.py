@@ -1,0 +1,1 @@
+"""Operator subcommands of `qwen-lsp`: model-command (serving), doctor, stats."""
