@@ -8,10 +8,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
-from pydantic import ValidationError
 from pygls.uris import from_fs_path, to_fs_path
 
-from qwen_lsp.settings import Settings, load_settings
+from qwen_lsp.settings import Settings, load_settings_lenient
 
 if TYPE_CHECKING:
     from qwen_lsp.lsp.server import QwenLanguageServer
@@ -33,6 +32,7 @@ class Folders:
         self.init_options: dict[str, Any] = {}
         self.config: dict[str, dict[str, Any]] = {}  # `qwen` section by workspace folder path ("" global)
         self._settings: dict[Path, Settings] = {}
+        self._reported: set[tuple[str, str]] = set()  # each dropped value is shown once per session
 
     # -- folders -------------------------------------------------------------------------------
 
@@ -66,19 +66,18 @@ class Folders:
     # -- settings ------------------------------------------------------------------------------
 
     def settings_for(self, root: Path) -> Settings:
+        """The settings of one folder. A bad value (from the editor, QWEN_LSP_* or the folder's
+        pyproject.toml) is dropped and reported once, so that one typo does not take every
+        feature down."""
         if root not in self._settings:
             overrides = {**self.init_options, **self.config.get("", {}), **self.config.get(str(root), {})}
-            try:
-                self._settings[root] = load_settings(root, overrides)
-            except ValidationError as exc:
-                # One bad value must not take every feature down: drop the offending keys, say so once.
-                bad = {str(e["loc"][0]) for e in exc.errors() if e.get("loc")}
-                kept = {k: v for k, v in overrides.items() if _snake(k) not in bad}
-                self.server.window_show_message(types.ShowMessageParams(
-                    type=types.MessageType.Warning,
-                    message=f"Qwen: ignoring invalid settings {', '.join(sorted(bad))}: {exc.errors()[0]['msg']}",
-                ))
-                self._settings[root] = load_settings(root, kept)
+            self._settings[root], dropped = load_settings_lenient(root, overrides)
+            news = [d for d in dropped if (d.source, d.key) not in self._reported]
+            if news:
+                self._reported.update((d.source, d.key) for d in news)
+                message = f"Qwen: ignoring invalid settings {', '.join(map(str, news))}"
+                log.warning("%s", message)
+                self.server.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=message))
         return self._settings[root]
 
     def push_config(self, section: dict[str, Any]) -> None:
@@ -133,7 +132,3 @@ def read_disk(path: Path) -> str | None:
         return path.read_text(encoding="utf-8", errors="surrogateescape")
     except (OSError, ValueError):
         return None
-
-
-def _snake(key: str) -> str:
-    return "".join("_" + c.lower() if c.isupper() else c for c in key)
