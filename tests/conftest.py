@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -36,8 +38,33 @@ def _gguf() -> Path | None:
     return found[0] if found else None
 
 
+class _LlamaProcess:
+    """The llama.cpp server process, with what a failure report needs: how it exited and its log."""
+
+    def __init__(self, proc: subprocess.Popen, log: Path) -> None:
+        self.proc, self.log = proc, log
+
+    def death(self) -> str | None:
+        """None while it runs; else how it died (a signal such as SIGSEGV is named) and its log's tail."""
+        code = self.proc.poll()
+        if code is None:
+            return None
+        how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exited with status {code}"
+        return f"the llama.cpp server {how}; last lines of {self.log}:\n{self.log.read_text()[-3000:]}"
+
+
+def _first_completion(base_url: str) -> None:
+    # A crash in the CPU kernels (an illegal instruction, a general protection fault) shows on the
+    # first completion, not at start-up, so start-up is only over once one completion came back.
+    body = json.dumps({"model": "smollm2", "max_tokens": 2,
+                       "messages": [{"role": "user", "content": "Say hi"}]}).encode()
+    request = urllib.request.Request(base_url + "/chat/completions", data=body,
+                                     headers={"Content-Type": "application/json"})
+    urllib.request.urlopen(request, timeout=120).read()
+
+
 @pytest.fixture(scope="session")
-def llama_server(tmp_path_factory) -> Iterator[str]:
+def _llama_process(tmp_path_factory) -> Iterator[tuple[str, _LlamaProcess]]:
     model = _gguf()
     if model is None:
         if os.environ.get("QWEN_LSP_REQUIRE_REAL_MODEL") == "1":
@@ -48,19 +75,34 @@ def llama_server(tmp_path_factory) -> Iterator[str]:
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--model_alias", "smollm2",
            "--n_ctx", "8192", "--host", "127.0.0.1", "--port", str(port)]
     with log.open("w") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+        server = _LlamaProcess(subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT), log)
     base_url = f"http://127.0.0.1:{port}/v1"
     try:
         deadline = time.monotonic() + 120
         while True:
             try:
                 urllib.request.urlopen(base_url + "/models", timeout=2).read()
+                _first_completion(base_url)
                 break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"llama.cpp server did not start:\n{log.read_text()[-3000:]}")
+            except OSError as error:
+                if (died := server.death()) is not None:
+                    pytest.fail(died)
+                if time.monotonic() > deadline:
+                    pytest.fail(f"llama.cpp server did not answer in 120 s ({error}):\n{log.read_text()[-3000:]}")
                 time.sleep(0.5)
-        yield base_url
+        yield base_url, server
     finally:
-        proc.terminate()
-        proc.wait(30)
+        server.proc.terminate()
+        server.proc.wait(30)
+
+
+@pytest.fixture
+def llama_server(_llama_process) -> Iterator[str]:
+    """The base URL of a running llama.cpp server. A server that dies during a test fails that test
+    with its exit signal and log tail, not with the client's "Connection error"."""
+    base_url, server = _llama_process
+    if (died := server.death()) is not None:
+        pytest.fail(died)
+    yield base_url
+    if (died := server.death()) is not None:
+        pytest.fail(died)
