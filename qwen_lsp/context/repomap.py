@@ -9,6 +9,7 @@ are honoured; binaries, huge files and files without a grammar are skipped."""
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import hashlib
 import math
 import os
@@ -231,12 +232,13 @@ class RefGraph:
     weight: np.ndarray  # float64 base weight
     generic: np.ndarray  # bool per name: discounted as GENERIC_NAMES
     short: np.ndarray  # bool per name: discounted for having fewer than 3 characters
+    factor: dict[str, tuple[float, list[int]]]  # name -> (weight per reference, defining files)
 
 
 def build_graph(index: TagIndex) -> RefGraph:
     """The reference graph of `index`: a file that references a name links to the files defining it,
     weighted by how telling the name is (inverse document frequency, definers, visibility)."""
-    files = list(index.files)
+    files = sorted(index.files)  # the same arrays, so the same floating-point sums, in every process
     file_pos = {f: i for i, f in enumerate(files)}
     n_files = max(1, len(files))
     # Inverse document frequency: a name every file uses ("django", "value") says little.
@@ -263,31 +265,63 @@ def build_graph(index: TagIndex) -> RefGraph:
         factor[name] = (mult * math.log((n_files + 1) / df) / len(definers), sorted(file_pos[f] for f in definers))
     names = sorted(factor)
     name_pos = {n: i for i, n in enumerate(names)}
-    src: list[int] = []
-    dst: list[int] = []
-    nid: list[int] = []
-    weight: list[float] = []
-    for referrer, tags in index.files.items():
-        u = file_pos[referrer]
-        for name in sorted(tags.refs.keys() & factor.keys()):
-            base, targets = factor[name]
-            w = base * math.sqrt(tags.refs[name])
-            if w <= 0:
-                continue
-            i = name_pos[name]
-            for v in targets:
-                if v != u:
-                    src.append(u)
-                    dst.append(v)
-                    nid.append(i)
-                    weight.append(w)
+    rows: tuple[list[int], list[int], list[int], list[float]] = ([], [], [], [])
+    for u, referrer in enumerate(files):
+        _add_rows(rows, u, index.files[referrer], factor, name_pos)
+    src, dst, nid, weight = _arrays(rows)
     return RefGraph(
-        files=files, file_pos=file_pos, names=names, name_pos=name_pos,
-        src=np.asarray(src, dtype=np.int32), dst=np.asarray(dst, dtype=np.int32),
-        name=np.asarray(nid, dtype=np.int32), weight=np.asarray(weight, dtype=np.float64),
+        files=files, file_pos=file_pos, names=names, name_pos=name_pos, src=src, dst=dst, name=nid, weight=weight,
         generic=np.asarray([n in GENERIC_NAMES for n in names], dtype=bool),
         short=np.asarray([len(n) < 3 for n in names], dtype=bool),
+        factor=factor,
     )
+
+
+def _add_rows(rows: tuple[list[int], list[int], list[int], list[float]], u: int, tags: FileTags,
+              factor: dict[str, tuple[float, list[int]]], name_pos: dict[str, int]) -> None:
+    """The edges out of file `u`: one per (name it references, file defining that name)."""
+    src, dst, nid, weight = rows
+    for name in sorted(tags.refs.keys() & factor.keys()):
+        base, targets = factor[name]
+        w = base * math.sqrt(tags.refs[name])
+        if w <= 0:
+            continue
+        i = name_pos[name]
+        for v in targets:
+            if v != u:
+                src.append(u)
+                dst.append(v)
+                nid.append(i)
+                weight.append(w)
+
+
+def _arrays(rows: tuple[list[int], list[int], list[int], list[float]]) -> tuple[np.ndarray, ...]:
+    src, dst, nid, weight = rows
+    return (np.asarray(src, dtype=np.int32), np.asarray(dst, dtype=np.int32), np.asarray(nid, dtype=np.int32),
+            np.asarray(weight, dtype=np.float64))
+
+
+def tags_shape(tags: FileTags) -> tuple[frozenset, frozenset]:
+    """What of a file's tags the graph's weights depend on beyond its own reference counts."""
+    return frozenset(tags.refs), frozenset((d.name, d.depth == 0, d.kind == "impl") for d in tags.defs)
+
+
+def update_graph(graph: RefGraph, index: TagIndex, changed: Iterable[str]) -> RefGraph:
+    """`graph` with the edges out of the `changed` files recomputed from `index`.
+
+    Exact only when the changed files' `tags_shape` is what it was when `graph` was built (an edit
+    inside a body: the same names referenced and defined, other counts): then no name's weight, no
+    definer and no file changes, and only those files' own rows do. The caller checks that."""
+    changed_pos = [graph.file_pos[rel] for rel in changed]
+    keep = ~np.isin(graph.src, changed_pos)
+    rows: tuple[list[int], list[int], list[int], list[float]] = ([], [], [], [])
+    for rel, u in zip(changed, changed_pos):
+        _add_rows(rows, u, index.files[rel], graph.factor, graph.name_pos)
+    new = _arrays(rows)
+    order = np.argsort(np.concatenate([graph.src[keep], new[0]]), kind="stable")
+    src, dst, nid, weight = (np.concatenate([old[keep], add])[order] for old, add in
+                             zip((graph.src, graph.dst, graph.name, graph.weight), new))
+    return dataclasses.replace(graph, src=src, dst=dst, name=nid, weight=weight)
 
 
 def _pagerank(n: int, src: np.ndarray, dst: np.ndarray, weight: np.ndarray, pers: np.ndarray,
@@ -333,7 +367,7 @@ _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 def rank_definitions(
     index: TagIndex, *, focus_files: Iterable[str] = (), mentioned: Iterable[str] = (),
-    imported: Iterable[str] = (), graph: RefGraph | None = None,
+    imported: Iterable[str] = (), graph: RefGraph | None = None, limit: int | None = None,
 ) -> list[tuple[str, Definition, float]]:
     """(path, definition, score), best first.
 
@@ -368,6 +402,11 @@ def rank_definitions(
     pair = graph.dst.astype(np.int64) * max(1, len(graph.names)) + graph.name
     keys, inverse = np.unique(pair, return_inverse=True)
     totals = np.bincount(inverse, weights=share[graph.src] * weight)
+    if limit is not None and len(totals) > limit:
+        # Only the best `limit` (file, name) pairs can make it into a map; ties at the cut stay in.
+        cut = np.partition(totals, len(totals) - limit)[len(totals) - limit]
+        chosen = np.nonzero(totals >= cut)[0]
+        keys, totals = keys[chosen], totals[chosen]
     scores: dict[tuple[str, str], float] = defaultdict(float)
     n_names = max(1, len(graph.names))
     for key, total in zip(keys.tolist(), totals.tolist()):
@@ -431,8 +470,10 @@ def repo_map(
         return ""
     index = index if index is not None else build_index(workspace, cache_dir=cache_dir)
     excluded = set(exclude)
+    # A map shows at most a few hundred definitions: ranking more pairs than the budget has tokens is waste.
     ranked = [(f, d) for f, d, _ in rank_definitions(index, focus_files=focus_files, mentioned=mentioned,
-                                                     imported=imported, graph=graph) if f not in excluded]
+                                                     imported=imported, graph=graph, limit=max(200, budget))
+              if f not in excluded]
     if not ranked:
         return ""
     # Binary search on how many definitions to show; tokens grow with the count.
