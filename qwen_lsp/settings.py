@@ -6,13 +6,16 @@ Explicit overrides are what the editor sends (LSP initializationOptions,
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from platformdirs import user_cache_dir
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
+from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
+    EnvSettingsSource,
     PydanticBaseSettingsSource,
     PyprojectTomlConfigSettingsSource,
     SettingsConfigDict,
@@ -95,20 +98,134 @@ class Settings(BaseSettings):
         return (init_settings, env_settings)
 
 
-def load_settings(workspace: Path | None = None, overrides: dict[str, Any] | None = None) -> Settings:
-    """Settings for `workspace`: defaults < its [tool.qwen-lsp] < QWEN_LSP_* env < `overrides`."""
+# -- loading ------------------------------------------------------------------------------------
+#
+# Each source is read into a plain dict (a "layer"); the layers are merged, later ones
+# winning, and validated once. Kept apart so that a bad value can be traced to the source
+# it came from and dropped there, and so that a rule about one source is one line here.
+
+ENV = "environment"
+PYPROJECT = "pyproject.toml"
+EDITOR = "editor settings"
+
+
+@dataclass(frozen=True)
+class DroppedSetting:
+    """A value `load_settings_lenient` ignored: where it came from, its key, and why."""
+
+    source: str  # ENV, PYPROJECT or EDITOR
+    key: str  # dotted: "budgets.files"
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.key} (from {self.source}: {self.reason})"
+
+
+class _PyprojectSettings(Settings):
+    model_config = SettingsConfigDict(pyproject_toml_table_header=("tool", "qwen-lsp"))
+
+
+class _MergedOnly(Settings):
+    """Validates the merged layers and nothing else (Settings(...) would read the environment again)."""
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls, init_settings, *_, **__):
+        return (init_settings,)
+
+
+def _validate(values: dict[str, Any]) -> Settings:
+    checked = _MergedOnly(**values)
+    return Settings.model_construct(_fields_set=checked.model_fields_set, **dict(checked))
+
+
+class _EnvLayer(EnvSettingsSource):
+    """QWEN_LSP_* as pydantic-settings reads it, except that a value that does not even parse
+    (bad JSON for a nested setting) is dropped and recorded instead of failing the whole source."""
+
+    def __init__(self, dropped: list[DroppedSetting] | None) -> None:
+        super().__init__(Settings)
+        self._dropped = dropped
+
+    def prepare_field_value(self, field_name: str, field: FieldInfo, value: Any, value_is_complex: bool) -> Any:
+        try:
+            return super().prepare_field_value(field_name, field, value, value_is_complex)
+        except ValueError as exc:
+            if self._dropped is None:
+                raise
+            self._dropped.append(DroppedSetting(ENV, field_name, f"not valid JSON ({exc})"))
+            return None
+
+
+def _layers(workspace: Path | None, overrides: dict[str, Any] | None,
+            dropped: list[DroppedSetting] | None = None) -> list[tuple[str, dict[str, Any]]]:
+    """The sources, lowest precedence first. With `dropped`, a source that cannot be read at
+    all is recorded there and skipped; without, its error propagates."""
+    layers: list[tuple[str, dict[str, Any]]] = []
     pyproject = workspace / "pyproject.toml" if workspace else None
-    if pyproject is None or not pyproject.is_file():
-        return Settings(**_clean(overrides or {}))
+    if pyproject is not None and pyproject.is_file():
+        try:
+            layers.append((PYPROJECT, PyprojectTomlConfigSettingsSource(_PyprojectSettings, pyproject)()))
+        except (OSError, ValueError) as exc:  # tomllib.TOMLDecodeError is a ValueError
+            if dropped is None:
+                raise
+            dropped.append(DroppedSetting(PYPROJECT, "[tool.qwen-lsp]", f"unreadable ({exc})"))
+    layers.append((ENV, _EnvLayer(dropped)()))
+    layers.append((EDITOR, _clean(overrides or {})))
+    return layers
 
-    class _WithPyproject(Settings):
-        model_config = SettingsConfigDict(pyproject_toml_table_header=("tool", "qwen-lsp"))
 
-        @classmethod
-        def settings_customise_sources(cls, settings_cls, init_settings, env_settings, *_, **__):
-            return (init_settings, env_settings, PyprojectTomlConfigSettingsSource(settings_cls, pyproject))
+def _merge(layers: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    merged: dict[str, Any] = {}
+    for _source, values in layers:
+        merged = _deep_update(merged, values)
+    return merged
 
-    return Settings.model_validate(_WithPyproject(**_clean(overrides or {})).model_dump())
+
+def _deep_update(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in update.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _deep_update(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def load_settings(workspace: Path | None = None, overrides: dict[str, Any] | None = None) -> Settings:
+    """Settings for `workspace`: defaults < its [tool.qwen-lsp] < QWEN_LSP_* env < `overrides`.
+    Strict: a bad value raises (command lines, where the user reads the error and fixes it)."""
+    return _validate(_merge(_layers(workspace, overrides)))
+
+
+def load_settings_lenient(
+    workspace: Path | None = None, overrides: dict[str, Any] | None = None
+) -> tuple[Settings, list[DroppedSetting]]:
+    """Like `load_settings`, but a bad value is dropped from the source that set it (a lower
+    source's value, or the default, applies instead) and reported, so that one typo does not
+    take every feature of a long-running server down."""
+    dropped: list[DroppedSetting] = []
+    layers = _layers(workspace, overrides, dropped)
+    while True:
+        try:
+            return _validate(_merge(layers)), dropped
+        except ValidationError as exc:
+            culprits = [_drop(layers, tuple(str(p) for p in error["loc"]), error["msg"]) for error in exc.errors()]
+            if not any(culprits):  # not traceable to a source: nothing more to drop
+                raise
+            dropped += [c for c in culprits if c is not None]
+
+
+def _drop(layers: list[tuple[str, dict[str, Any]]], loc: tuple[str, ...], reason: str) -> DroppedSetting | None:
+    """Remove the value at `loc` from the highest layer that sets it (the one that won)."""
+    for source, values in reversed(layers):
+        for depth in range(len(loc), 0, -1):  # the deepest key this layer has: keep its siblings
+            parent = values
+            for part in loc[: depth - 1]:
+                parent = parent.get(part) if isinstance(parent, dict) else None
+            if isinstance(parent, dict) and loc[depth - 1] in parent:
+                del parent[loc[depth - 1]]
+                return DroppedSetting(source, ".".join(loc[:depth]), reason)
+    return None
 
 
 def _clean(overrides: dict[str, Any]) -> dict[str, Any]:
@@ -117,6 +234,10 @@ def _clean(overrides: dict[str, Any]) -> dict[str, Any]:
     for key, value in overrides.items():
         if value is None:
             continue
-        snake = "".join("_" + c.lower() if c.isupper() else c for c in key)
-        out[snake] = _clean(value) if isinstance(value, dict) else value
+        out[_snake_case(key)] = _clean(value) if isinstance(value, dict) else value
     return out
+
+
+def _snake_case(key: str) -> str:
+    """`reviewOnSave` -> `review_on_save` (editors spell settings in camelCase)."""
+    return "".join("_" + c.lower() if c.isupper() else c for c in key)

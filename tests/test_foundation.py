@@ -14,7 +14,7 @@ from qwen_lsp.types import CachedState, Plan, Risk, Task, TaskKind
 from qwen_lsp.engine.overlay import Overlay, PathOutsideWorkspace
 from qwen_lsp.llm.parsing import loads_loose, parse_edit_blocks, parse_xml_tool_calls, split_reasoning
 from qwen_lsp.engine.risk import classify, is_test_command
-from qwen_lsp.settings import load_settings
+from qwen_lsp.settings import DroppedSetting, load_settings, load_settings_lenient
 from qwen_lsp.llm.tokens import count_tokens, truncate_to_tokens
 
 # -- settings ---------------------------------------------------------------------------------
@@ -42,6 +42,36 @@ def test_settings_defaults_are_the_model_card_presets(monkeypatch):
     assert s.cache_dir.name == "qwen-lsp"
     assert s.thinking.model_dump() == {"temperature": 0.6, "top_p": 0.95, "top_k": 20, "min_p": 0.0, "presence_penalty": 0.0}
     assert s.non_thinking.model_dump() == {"temperature": 0.7, "top_p": 0.8, "top_k": 20, "min_p": 0.0, "presence_penalty": 1.5}
+
+
+def test_lenient_settings_drop_each_bad_value_where_it_was_set(tmp_path, monkeypatch):
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.qwen-lsp]\nmax_rounds = 3\ncache_size_mb = "big"\n[tool.qwen-lsp.budgets]\ngit = "x"\nfiles = 9\n'
+    )
+    monkeypatch.setenv("QWEN_LSP_MAX_ROUNDS", "many")
+    monkeypatch.setenv("QWEN_LSP_THINKING", "{not json")
+    with pytest.raises(ValueError):  # the strict loader, for command lines, still refuses
+        load_settings(tmp_path)
+
+    s, dropped = load_settings_lenient(tmp_path, {"reviewDebounceSeconds": "soon", "model": "m"})
+    assert {(d.source, d.key) for d in dropped} == {
+        ("environment", "max_rounds"), ("environment", "thinking"),
+        ("pyproject.toml", "cache_size_mb"), ("pyproject.toml", "budgets.git"),
+        ("editor settings", "review_debounce_seconds"),
+    }
+    assert s.max_rounds == 3  # the bad env value gave way to pyproject's
+    assert (s.cache_size_mb, s.review_debounce_seconds, s.thinking.temperature) == (512, 1.5, 0.6)  # defaults
+    assert (s.budgets.git, s.budgets.files, s.model) == (2048, 9, "m")  # the good siblings are kept
+    assert "valid integer" in str(next(d for d in dropped if d.key == "max_rounds"))
+
+
+def test_lenient_settings_survive_an_unparsable_pyproject(tmp_path, monkeypatch):
+    monkeypatch.delenv("QWEN_LSP_MAX_ROUNDS", raising=False)
+    (tmp_path / "pyproject.toml").write_text("[tool.qwen-lsp\nmax_rounds = 3\n")
+    s, dropped = load_settings_lenient(tmp_path, {"maxRounds": 4})
+    assert s.max_rounds == 4
+    assert [(d.source, d.key) for d in dropped] == [("pyproject.toml", "[tool.qwen-lsp]")]
+    assert isinstance(dropped[0], DroppedSetting)
 
 
 # -- parsing ----------------------------------------------------------------------------------

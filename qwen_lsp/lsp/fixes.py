@@ -1,0 +1,248 @@
+"""Fixes: code actions, resolving them through the engine, the ask/fix/explain commands,
+and the shell suggestions a fix leaves behind."""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from lsprotocol import types
+
+from qwen_lsp import wire as protocol
+from qwen_lsp.apply import check_fresh
+from qwen_lsp.lsp import convert as lsp_convert
+from qwen_lsp.lsp.engine_thread import ModelUnavailable
+from qwen_lsp.types import FixResult, ShellSuggestion, Task, TaskKind
+
+if TYPE_CHECKING:
+    from qwen_lsp.lsp.server import QwenLanguageServer
+
+MAX_SUGGESTION_KEYS = 256
+
+
+@dataclass
+class EngineOutcome:
+    result: FixResult
+    versions: dict[str, int | None]  # workspace-relative path -> editor version the engine read
+    stale: list[str]  # files that changed while the engine worked
+
+
+class Fixes:
+    """Code actions and commands that run the engine, and what their answers leave behind."""
+
+    def __init__(self, server: QwenLanguageServer) -> None:
+        self.server = server
+        self.suggestions: dict[tuple[str, int, str], list[ShellSuggestion]] = {}
+
+    # -- running the engine ------------------------------------------------------------------------
+
+    async def run_engine(self, task: Task, root: Path, title: str) -> EngineOutcome:
+        """Run one fix on the engine thread; raises ModelUnavailable (already reported)."""
+        server = self.server
+        worker = server.engine_thread()
+        settings = server.folders.settings_for(root)
+        snapshot = server.folders.snapshot(root)
+        versions: dict[str, int | None] = {}
+
+        def read_buffer(rel: str) -> str | None:  # engine thread: reads the snapshot only
+            entry = snapshot.get(rel)
+            if entry is None:
+                return None
+            versions.setdefault(rel, entry.version)
+            return entry.text
+
+        async with server.activity.progress(title) as report:
+
+            async def fix() -> FixResult:
+                from qwen_lsp.llm.client import ModelServerError
+
+                engine = worker.engine(root, settings)
+                try:
+                    return await engine.fix(task, root, read_buffer=read_buffer, progress=report)
+                except ModelServerError as exc:
+                    raise ModelUnavailable(str(exc)) from exc
+
+            try:
+                result = await worker.run(fix())
+            except ModelUnavailable as exc:
+                server.activity.model_error(exc)
+                raise
+        server.activity.model_ok()
+        return EngineOutcome(result, dict(versions), self.stale_files(root, result, versions))
+
+    async def attempt(self, task: Task, root: Path, title: str) -> EngineOutcome | ModelUnavailable:
+        """`run_engine`, with the unavailable model server as a value: every caller answers it
+        in its own form (a summary, a disabled action, an explanation), none lets it escape."""
+        try:
+            return await self.run_engine(task, root, title)
+        except ModelUnavailable as exc:
+            return exc
+
+    def stale_files(self, root: Path, result: FixResult, versions: dict[str, int | None]) -> list[str]:
+        """Files of the result whose buffer (or, when not open, disk) moved on since the engine read it."""
+        stale = []
+        for change in result.changes:
+            doc = self.server.folders.open_document(root / change.path)
+            if change.path in versions:
+                if doc is None or doc.version != versions[change.path]:
+                    stale.append(change.path)
+            elif doc is not None:  # read from disk, opened since: the buffer must still match
+                if doc.source != (None if change.created else change.original):
+                    stale.append(change.path)
+            elif check_fresh(root, [change]):
+                stale.append(change.path)
+        return stale
+
+    def edit_for(self, root: Path, outcome: EngineOutcome) -> types.WorkspaceEdit:
+        server = self.server
+        caps = server.client_capabilities.workspace
+        ws_edit = caps.workspace_edit if caps else None
+        return lsp_convert.workspace_edit(
+            outcome.result.changes,
+            root,
+            outcome.versions,
+            codec=server.workspace.position_codec,
+            document_changes=bool(ws_edit and ws_edit.document_changes),
+            annotations=bool(ws_edit and ws_edit.change_annotation_support is not None),
+        )
+
+    # -- code actions -------------------------------------------------------------------------------
+
+    def code_actions(self, params: types.CodeActionParams) -> list[types.CodeAction]:
+        uri = params.text_document.uri
+        path, _root, _rel = self.server.folders.locate(uri)
+        doc = self.server.workspace.get_text_document(uri)
+        only = params.context.only
+        actions: list[types.CodeAction] = []
+        if lsp_convert.kind_allowed(types.CodeActionKind.QuickFix, only):
+            for diagnostic in params.context.diagnostics:
+                actions.append(lsp_convert.fix_action(diagnostic, uri, doc.version))
+                for suggestion in self.suggestions.get(_diag_key(str(path), diagnostic), []):
+                    actions.append(lsp_convert.suggestion_action(suggestion, [diagnostic]))
+        selection = params.range
+        if selection.start != selection.end and lsp_convert.kind_allowed(types.CodeActionKind.RefactorRewrite, only):
+            actions += lsp_convert.selection_actions(uri, selection)
+        if lsp_convert.kind_allowed(types.CodeActionKind.Source, only):
+            actions.append(lsp_convert.review_action(uri))
+        return actions
+
+    def task_for(self, diagnostic: types.Diagnostic, root: Path, rel: str) -> Task:
+        """What to ask the engine for a diagnostic. Ours stand for a failing command: the task is
+        "make that command pass" (verified by re-running it), the same task `qfix` builds, so
+        every diagnostic of one run and a qfix run before share one cached plan. Any other
+        server's diagnostic is fixed from its message, at its lines."""
+        data = diagnostic.data if isinstance(diagnostic.data, dict) else {}
+        if diagnostic.source == protocol.SOURCE and "run" in data:
+            with contextlib.suppress(ValueError):
+                info = protocol.DiagnosticData.model_validate(data)
+                run = self.server.diagnostics.runs.get(info.run)
+                return Task.for_command(info.command, info.exit_code, run.output if run else None, info.cwd)
+        start, end = diagnostic.range.start.line + 1, diagnostic.range.end.line + 1
+        code = f"[{diagnostic.code}] " if diagnostic.code is not None else ""
+        source = f"{diagnostic.source}: " if diagnostic.source else ""
+        return Task(kind=TaskKind.diagnostic, description=f"{source}{code}{diagnostic.message}", path=rel,
+                    start_line=start, end_line=end)
+
+    async def resolve_fix(self, action: types.CodeAction) -> types.CodeAction:
+        try:
+            data = protocol.ActionData.model_validate(action.data)
+        except ValueError:
+            return action  # not one of ours
+        diagnostic = lsp_convert.CONVERTER.structure(data.diagnostic, types.Diagnostic)
+        path, root, rel = self.server.folders.locate(data.uri)
+        task = self.task_for(diagnostic, root, rel)
+        outcome = await self.attempt(task, root, f"Qwen: fixing {lsp_convert.short_problem(diagnostic.message)}")
+        if isinstance(outcome, ModelUnavailable):
+            action.disabled = types.CodeActionDisabled(reason=f"model server error: {outcome}")
+            return action
+        result = outcome.result
+        if result.suggestions:
+            self.remember_suggestions(str(path), diagnostic, result.suggestions)
+        if outcome.stale:
+            reason = f"{', '.join(outcome.stale)} changed while Qwen was working; ask again"
+            action.title = f"{action.title} (stale: not applied)"
+            action.disabled = types.CodeActionDisabled(reason=reason)
+            self.server.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=f"Qwen: {reason}."))
+            return action
+        action.title = lsp_convert.fix_title(diagnostic.message, result)
+        if result.changes:
+            action.edit = self.edit_for(root, outcome)
+            action.is_preferred = result.outcome == "fixed"
+        elif result.suggestions:
+            action.command = lsp_convert.suggestion_action(result.suggestions[0]).command
+        else:
+            reason = (result.error or result.summary or "no change").strip()
+            # Editors show this in a tooltip: the model's last words, not its whole essay.
+            action.disabled = types.CodeActionDisabled(reason=reason if len(reason) <= 300 else reason[:299] + "…")
+        return action
+
+    def remember_suggestions(self, path: str, diagnostic: types.Diagnostic, suggestions: list[ShellSuggestion]) -> None:
+        if len(self.suggestions) >= MAX_SUGGESTION_KEYS:
+            self.suggestions.pop(next(iter(self.suggestions)))
+        self.suggestions[_diag_key(path, diagnostic)] = list(suggestions)
+
+    # -- commands --------------------------------------------------------------------------------------
+
+    async def apply(self, root: Path, outcome: EngineOutcome, label: str) -> protocol.ApplyOutcome:
+        result = outcome.result
+        if outcome.stale:
+            return protocol.ApplyOutcome(applied=False, summary=f"not applied: {', '.join(outcome.stale)} changed meanwhile")
+        if not result.changes:
+            return protocol.ApplyOutcome(applied=False, summary=result.error or result.summary or "no change")
+        answer = await self.server.workspace_apply_edit_async(
+            types.ApplyWorkspaceEditParams(edit=self.edit_for(root, outcome), label=label)
+        )
+        summary = result.summary if answer.applied else f"the editor refused the edit: {answer.failure_reason or 'stale'}"
+        return protocol.ApplyOutcome(applied=bool(answer.applied), summary=summary)
+
+    async def cmd_ask(self, args: protocol.AskArgs) -> protocol.ApplyOutcome:
+        _path, root, rel = self.server.folders.locate(args.uri)
+        start, end = lsp_convert.lines_of_range(_lsp_range(args.range))
+        task = Task(kind=TaskKind.instruction, description=args.instruction, path=rel, start_line=start, end_line=end)
+        outcome = await self.attempt(task, root, "Qwen: " + lsp_convert.short_problem(args.instruction))
+        if isinstance(outcome, ModelUnavailable):
+            return protocol.ApplyOutcome(applied=False, summary=str(outcome))
+        title = f"Qwen: {lsp_convert.short_problem(args.instruction)} ({lsp_convert.validation_summary(outcome.result.validation)})"
+        return await self.apply(root, outcome, title)
+
+    async def cmd_fix(self, args: protocol.FixArgs) -> protocol.ApplyOutcome:
+        path, root, rel = self.server.folders.locate(args.uri)
+        if args.diagnostic is not None:
+            diagnostic = lsp_convert.CONVERTER.structure(args.diagnostic, types.Diagnostic)
+        else:
+            first, last = args.range.start.line, args.range.end.line
+            ours = [d for d in self.server.diagnostics.of_runs(str(path))
+                    if d.range.start.line <= last and d.range.end.line >= first]
+            if not ours:
+                return protocol.ApplyOutcome(applied=False, summary="no Qwen diagnostic in range")
+            diagnostic = ours[0]
+        outcome = await self.attempt(
+            self.task_for(diagnostic, root, rel), root, f"Qwen: fixing {lsp_convert.short_problem(diagnostic.message)}"
+        )
+        if isinstance(outcome, ModelUnavailable):
+            return protocol.ApplyOutcome(applied=False, summary=str(outcome))
+        if outcome.result.suggestions:
+            self.remember_suggestions(str(path), diagnostic, outcome.result.suggestions)
+        return await self.apply(root, outcome, lsp_convert.fix_title(diagnostic.message, outcome.result))
+
+    async def cmd_explain(self, args: protocol.Selection) -> protocol.ExplainOutcome:
+        _path, root, rel = self.server.folders.locate(args.uri)
+        start, end = lsp_convert.lines_of_range(_lsp_range(args.range))
+        task = Task(kind=TaskKind.explain, description=f"Explain lines {start}-{end} of {rel}.", path=rel,
+                    start_line=start, end_line=end)
+        outcome = await self.attempt(task, root, f"Qwen: explaining {rel}:{start}")
+        if isinstance(outcome, ModelUnavailable):
+            return protocol.ExplainOutcome(markdown=f"Qwen could not answer: {outcome}")
+        markdown = outcome.result.summary.strip() or "(no answer)"
+        self.server.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=markdown))
+        return protocol.ExplainOutcome(markdown=markdown)
+
+
+def _diag_key(path: str, diagnostic: types.Diagnostic) -> tuple[str, int, str]:
+    return (path, diagnostic.range.start.line, diagnostic.message)
+
+
+def _lsp_range(r: protocol.Range) -> types.Range:
+    return types.Range(types.Position(r.start.line, r.start.character), types.Position(r.end.line, r.end.character))
