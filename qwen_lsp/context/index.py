@@ -14,6 +14,7 @@ dict assignment, not a parse."""
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import Counter, defaultdict
 from collections.abc import Iterable
@@ -28,6 +29,8 @@ from qwen_lsp.context.repomap import (
 from qwen_lsp.context.treesitter import language_for
 
 MAX_MEMO = 64  # rendered maps kept per index
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -49,7 +52,8 @@ class WorkspaceIndex:
         self.git = GitCache()
         self._lock = threading.RLock()
         self._state = _State()
-        self._loaded = threading.Event()
+        self._loaded = False
+        self._loader: threading.Thread | None = None
         self._index: TagIndex | None = None  # built from _state, per version
         self._index_version = -1
         self._graph: RefGraph | None = None
@@ -68,11 +72,26 @@ class WorkspaceIndex:
             pending = self._state.pending  # changes reported while loading still apply
             self._state = _State(tags=dict(index.files), stamps=stamps, pending=pending, version=self._state.version + 1)
             self._index, self._graph = index, None  # a whole new index: the graph is rebuilt
-        self._loaded.set()
+            self._loaded = True
 
     @property
     def loaded(self) -> bool:
-        return self._loaded.is_set()
+        return self._loaded
+
+    def start_loading(self) -> None:
+        """`load` on a background thread (the language server's start-up): the first fix finds the
+        index warm. A read before it is done waits for it instead of loading twice."""
+        with self._lock:
+            if self._loader is not None:
+                return
+            self._loader = threading.Thread(target=self._load_logged, name="qwen-index", daemon=True)
+        self._loader.start()
+
+    def _load_logged(self) -> None:
+        try:
+            self.load()
+        except Exception:  # the next read loads again, synchronously, and its caller copes
+            log.warning("indexing %s failed", self.workspace, exc_info=True)
 
     def set_text(self, rel: str, text: str) -> None:
         """An open buffer's text (didOpen/didChange): tagged at the next read."""
@@ -90,9 +109,9 @@ class WorkspaceIndex:
             self._state.pending[rel] = None
             self._state.version += 1
 
-    def rescan(self) -> int:
+    def rescan(self) -> list[str]:
         """For clients without file watching: compare every file's mtime and size with what was
-        indexed and queue what differs. Returns how many files changed. Call off the event loop."""
+        indexed and queue what differs. Returns the files that changed. Call off the event loop."""
         with self._lock:
             known = dict(self._state.stamps)
         current = {rel for rel in list_files(self.workspace)}
@@ -100,7 +119,7 @@ class WorkspaceIndex:
         changed += [rel for rel in known if rel not in current]
         for rel in changed:
             self.file_changed(rel)
-        return len(changed)
+        return sorted(changed)
 
     # -- reads -----------------------------------------------------------------------------
 
@@ -111,8 +130,7 @@ class WorkspaceIndex:
 
     def tag_index(self) -> TagIndex:
         """The current tags (pending changes applied), rebuilt into a TagIndex once per version."""
-        if not self._loaded.is_set():
-            self.load()
+        self._ensure_loaded()
         with self._lock:
             self._apply_pending()
             if self._index_version != self._state.version:
@@ -121,9 +139,19 @@ class WorkspaceIndex:
             assert self._index is not None
             return self._index
 
+    def _ensure_loaded(self) -> None:
+        # Never called with the lock held: the loader thread takes it to publish what it loaded.
+        if not self._loaded:
+            loader = self._loader
+            if loader is not None and loader is not threading.current_thread():
+                loader.join()
+            if not self._loaded:
+                self.load()
+
     def graph(self) -> RefGraph:
         """The reference graph of the current tags: rebuilt when a file's shape changed, else only
         the changed files' edges are replaced (see repomap.update_graph)."""
+        self._ensure_loaded()
         with self._lock:
             index = self.tag_index()
             if self._graph_version != self._index_version:
@@ -149,6 +177,7 @@ class WorkspaceIndex:
     ) -> str:
         """`repomap.repo_map` over the live index, memoised per (version, focus, mentioned, budget)."""
         focus = tuple(dict.fromkeys(focus_files))
+        self._ensure_loaded()
         with self._lock:
             graph = self.graph()
             index = self.tag_index()

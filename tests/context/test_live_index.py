@@ -91,11 +91,11 @@ def test_a_new_definition_a_new_file_a_deletion_and_a_rename(project: Path) -> N
 def test_a_rescan_finds_files_changed_on_disk_without_events(project: Path) -> None:
     live = WorkspaceIndex(project)
     live.load()
-    assert live.rescan() == 0
+    assert live.rescan() == []
     write(project, "app/util.py", "def slugify(s):\n    return s\n\n\ndef later():\n    pass\n")
     write(project, "app/new.py", "def fresh():\n    pass\n")
     (project / "app/billing.py").unlink()
-    assert live.rescan() == 3
+    assert live.rescan() == ["app/billing.py", "app/new.py", "app/util.py"]
     assert "later" in live.tag_index().defined_in and "fresh" in live.tag_index().defined_in
     assert_same_as_cold(live, project, ["app/views.py"])
 
