@@ -7,6 +7,7 @@ context instead of raising."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -134,6 +135,53 @@ def _blame(repo: git.Repo, relpath: str, lines: list[int], has_head: bool) -> li
     return out
 
 
+class GitCache:
+    """File histories of one long-lived process (the language server), keyed on what they depend on:
+    HEAD, the index file's stamp, the file's content and the lines asked about. A repeated request
+    about unchanged code runs no git subprocess at all (HEAD and refs are read in-process)."""
+
+    def __init__(self, max_entries: int = 512) -> None:
+        self._repos: dict[str, git.Repo | None] = {}
+        self._histories: dict[tuple, FileHistory] = {}
+        self._max = max_entries
+
+    def repo(self, workspace: Path) -> git.Repo | None:
+        key = os.path.abspath(workspace)
+        if key not in self._repos:
+            self._repos[key] = open_repo(workspace)
+        return self._repos[key]
+
+    def history(self, key: tuple, build) -> FileHistory:
+        hit = self._histories.get(key)
+        if hit is None:
+            if len(self._histories) >= self._max:
+                self._histories.pop(next(iter(self._histories)))
+            hit = self._histories[key] = build()
+        return hit.model_copy(deep=True)
+
+
+def _head_sha(repo: git.Repo) -> str | None:
+    try:
+        return repo.head.commit.hexsha  # resolved from refs/packed-refs by GitPython, no subprocess
+    except Exception:
+        return None
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
+
+
+def _content_key(path: Path) -> str | None:
+    try:
+        return hashlib.sha1(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
 def git_context(
     workspace: Path,
     paths: list[str],
@@ -141,11 +189,15 @@ def git_context(
     *,
     max_commits: int = 3,
     diff_lines: int = 40,
+    cache: GitCache | None = None,
 ) -> GitContext:
-    """History for `paths` (workspace-relative); `lines` narrows commits and blame to those lines."""
-    repo = open_repo(workspace)
+    """History for `paths` (workspace-relative); `lines` narrows commits and blame to those lines.
+    With a `cache`, histories of unchanged files come from memory."""
+    repo = cache.repo(workspace) if cache is not None else open_repo(workspace)
     if repo is None or repo.working_tree_dir is None:
         return GitContext()
+    if cache is not None:
+        return _cached_context(repo, cache, workspace, paths, lines or {}, max_commits, diff_lines)
     root = Path(repo.working_tree_dir)
     try:
         has_head = repo.head.is_valid()
@@ -167,6 +219,33 @@ def git_context(
         except ValueError:
             continue  # a file of another repository (or none)
         ctx.files.append(_file_history(repo, relpath, in_repo, lines.get(relpath, []), has_head, max_commits, diff_lines))
+    return ctx
+
+
+def _cached_context(
+    repo: git.Repo, cache: GitCache, workspace: Path, paths: list[str], lines: dict[str, list[int]],
+    max_commits: int, diff_lines: int,
+) -> GitContext:
+    root = Path(repo.working_tree_dir or workspace)
+    head = _head_sha(repo)
+    git_dir = Path(repo.git_dir)
+    ctx = GitContext(repo_root=str(root), head=head[:7] if head else None, shallow=(Path(repo.common_dir) / "shallow").exists())
+    try:
+        ctx.branch = None if repo.head.is_detached else repo.active_branch.name
+    except Exception:
+        ctx.branch = None
+    index_stamp = _stamp(git_dir / "index")
+    for relpath in dict.fromkeys(paths):
+        abs_path = (workspace / relpath).resolve() if not os.path.isabs(relpath) else Path(relpath)
+        try:
+            in_repo = abs_path.relative_to(root.resolve()).as_posix()
+        except ValueError:
+            continue
+        file_lines = lines.get(relpath, [])
+        key = (str(root), head, index_stamp, in_repo, relpath, _content_key(abs_path), tuple(sorted(set(file_lines))),
+               max_commits, diff_lines)
+        ctx.files.append(cache.history(key, lambda: _file_history(
+            repo, relpath, in_repo, file_lines, head is not None, max_commits, diff_lines)))
     return ctx
 
 

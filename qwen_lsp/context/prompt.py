@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 
 from qwen_lsp.context.frames import Frame, parse_output, primary_frame, strip_ansi, truncate_output
 from qwen_lsp.context.git_context import git_context, render_git
+from qwen_lsp.context.index import WorkspaceIndex
 from qwen_lsp.context.repomap import TagIndex, build_index, repo_map
 from qwen_lsp.context.source import fence_language, read_source, referenced_names, render_context, render_snippet, source_context
 from qwen_lsp.context.treesitter import language_for
@@ -60,12 +61,15 @@ def assemble(
     read_file: Callable[[str], str | None] | None = None,
     cache_dir: Path | None = None,
     max_model_len: int | None = None,
+    live: WorkspaceIndex | None = None,
 ) -> Prompt:
     """The chat messages for `task`: system, then one user message with the repo map,
     git context, files and the task, in that order, within the settings' budgets.
 
     `max_model_len` (the server's context length, if known) caps the total input
-    budget; leave room for the completion by passing max_model_len - max_tokens."""
+    budget; leave room for the completion by passing max_model_len - max_tokens.
+    `live`, the language server's in-memory index of this workspace, replaces the disk index and
+    memoises the map and git histories."""
     workspace = Path(workspace)
     budgets = settings.budgets
     if max_model_len is not None and max_model_len < budgets.total_input:
@@ -100,7 +104,8 @@ def assemble(
     # --- tags (shared by the map and by definition lookup for the files section)
     index: TagIndex | None = None
     try:
-        index = build_index(workspace, cache_dir=cache_dir if cache_dir is not None else settings.cache_dir)
+        index = live.tag_index() if live is not None else build_index(
+            workspace, cache_dir=cache_dir if cache_dir is not None else settings.cache_dir)
     except Exception:
         index = None
 
@@ -108,11 +113,16 @@ def assemble(
 
     sections: dict[str, str] = {}
     try:
-        sections["repo_map"] = (
-            repo_map(workspace, max(0, map_budget - 8), focus_files=focus_files, mentioned=mentioned,
-                     exclude=[focus_path] if focus_path else [], index=index)
-            if index is not None else ""
-        )
+        exclude = [focus_path] if focus_path else []
+        if live is not None:
+            sections["repo_map"] = live.repo_map(max(0, map_budget - 8), focus_files=focus_files, mentioned=mentioned,
+                                                 exclude=exclude, read_file=read_file)
+        else:
+            sections["repo_map"] = (
+                repo_map(workspace, max(0, map_budget - 8), focus_files=focus_files, mentioned=mentioned,
+                         exclude=exclude, index=index)
+                if index is not None else ""
+            )
     except Exception:
         sections["repo_map"] = ""
 
@@ -122,7 +132,7 @@ def assemble(
             lines.setdefault(focus_path, []).extend(range(focus_line, (focus_end or focus_line) + 1))
         for p, ln in frame_files:
             lines.setdefault(p, []).append(ln)
-        sections["git"] = fit(render_git(git_context(workspace, focus_files[:3], lines)), git_budget - 8)
+        sections["git"] = fit(render_git(git_context(workspace, focus_files[:3], lines, cache=live.git if live else None)), git_budget - 8)
     except Exception:
         sections["git"] = ""
 

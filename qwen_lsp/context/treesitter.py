@@ -7,7 +7,7 @@ so a pattern that a grammar version does not know costs that pattern only."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -273,10 +273,18 @@ def _kinds_query(lang: str, kinds: tuple[str, ...]) -> Query | None:
 
 
 def parse(text: str | bytes, lang: str) -> Tree | None:
+    """The syntax tree of `text`. One request asks for the same file's tree several times (source
+    context, referenced names, imports, the map's tags), so recent trees are kept: trees are
+    read-only to every caller here."""
+    data = text.encode("utf-8", "replace") if isinstance(text, str) else text
+    return _parse_bytes(data, lang)
+
+
+@lru_cache(maxsize=32)
+def _parse_bytes(data: bytes, lang: str) -> Tree | None:
     parser = parser_for(lang)
     if parser is None:
         return None
-    data = text.encode("utf-8", "replace") if isinstance(text, str) else text
     try:
         return parser.parse(data)
     except Exception:

@@ -22,6 +22,7 @@ from typing import Any
 
 from qwen_lsp.llm import calllog
 from qwen_lsp.context import prompt
+from qwen_lsp.context.index import WorkspaceIndex
 from qwen_lsp.engine.cache import StateCache, content_hash, normalize_output, task_fingerprint
 from qwen_lsp.llm.client import Completion, ModelClient, ReasoningExhausted, ToolsUnsupported
 from qwen_lsp.engine.edits import EditError, apply_edit
@@ -64,10 +65,12 @@ NUDGE = "Use the tools to make the change, or call finish if nothing needs chang
 
 
 class Engine:
-    def __init__(self, settings: Settings, client: ModelClient | None = None, cache: StateCache | None = None) -> None:
+    def __init__(self, settings: Settings, client: ModelClient | None = None, cache: StateCache | None = None,
+                 live_index: WorkspaceIndex | None = None) -> None:
         self.settings = settings
         self.client = client or ModelClient(settings)
         self.cache = cache or StateCache(settings.cache_dir / "state", settings.cache_size_mb)
+        self.live_index = live_index  # the language server's in-memory index of this engine's workspace
         self.tools_supported = True  # flips off once the server refuses tool calling
 
     async def fix(
@@ -109,11 +112,16 @@ class _Run:
         self.tools: list[dict[str, Any]] = TOOLS if engine.tools_supported else []
         self.plan: Plan | None = None
 
+    def _live_index(self) -> WorkspaceIndex | None:
+        live = self.engine.live_index
+        return live if live is not None and live.workspace.resolve() == self.overlay.root.resolve() else None
+
     async def execute(self) -> FixResult:
         # Context building parses the workspace (seconds on a large repo): keep the event loop free.
         built = await asyncio.to_thread(
             prompt.assemble, self.task, self.overlay.root, self.settings, system=SYSTEM, tools=self.tools,
             read_file=self.overlay.read, cache_dir=self.settings.cache_dir, max_model_len=await self._input_limit(),
+            live=self._live_index(),
         )
         named = {self.task.path} | {f.resolved for f in built.frames if f.resolved}
         key = task_fingerprint(self.task, self._seen_hashes(p for p in named if p))

@@ -18,6 +18,12 @@ def count_tokens(text: str) -> int:
     """Number of Qwen3.6 tokens in `text` (no chat template around it)."""
     if not text:
         return 0
+    return _count(text)
+
+
+@lru_cache(maxsize=256)
+def _count(text: str) -> int:
+    # Prompt assembly counts the same sections (system, tool schemas, an unchanged map) every request.
     return len(_tokenizer().encode(text))
 
 

@@ -95,6 +95,14 @@ class DiagnosticStore:
         for path in sorted(touched):
             self.publish(path)
 
+    def forget_file(self, path: str) -> None:
+        """A closed file changed on disk: its terminal diagnostics point at lines that may have
+        moved, so they go until the command runs again."""
+        if any(path in run.diagnostics for run in self.runs.values()):
+            for run in self.runs.values():
+                run.diagnostics.pop(path, None)
+            self.publish(path)
+
     def did_change(self, params: types.DidChangeTextDocumentParams) -> None:
         """Move our diagnostics with the edit, so they stay on the lines they were about."""
         path = to_fs_path(params.text_document.uri)

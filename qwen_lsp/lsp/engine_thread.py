@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from qwen_lsp.settings import Settings
 
 if TYPE_CHECKING:  # the engine (openai, tree-sitter) loads on the engine thread, not before `initialize`
+    from qwen_lsp.context.index import WorkspaceIndex
     from qwen_lsp.engine.loop import Engine
 
 T = TypeVar("T")
@@ -35,15 +36,16 @@ class EngineThread:
         self._thread.start()
         self._engines: dict[Path, tuple[Settings, Engine]] = {}  # touched on the engine thread only
 
-    def engine(self, root: Path, settings: Settings) -> Engine:
+    def engine(self, root: Path, settings: Settings, live_index: WorkspaceIndex | None = None) -> Engine:
         """The Engine for `root` (engine thread only): kept while its settings stay the same,
         so the model client's connections and the tool-support probe are reused."""
         from qwen_lsp.engine.loop import Engine
 
         current = self._engines.get(root)
         if current is None or current[0] != settings:
-            current = (settings, Engine(settings))
+            current = (settings, Engine(settings, live_index=live_index))
             self._engines[root] = current
+        current[1].live_index = live_index
         return current[1]
 
     async def run(self, coro: Coroutine[Any, Any, T]) -> T:

@@ -43,6 +43,7 @@ class Fixes:
         server = self.server
         worker = server.engine_thread()
         settings = server.folders.settings_for(root)
+        live_index = server.indexes.for_root(root)
         snapshot = server.folders.snapshot(root)
         versions: dict[str, int | None] = {}
 
@@ -58,7 +59,7 @@ class Fixes:
             async def fix() -> FixResult:
                 from qwen_lsp.llm.client import ModelServerError
 
-                engine = worker.engine(root, settings)
+                engine = worker.engine(root, settings, live_index)
                 try:
                     return await engine.fix(task, root, read_buffer=read_buffer, progress=report)
                 except ModelServerError as exc:

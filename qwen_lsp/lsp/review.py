@@ -38,12 +38,13 @@ class Reviews:
             return 0
         worker = server.engine_thread()
         settings = server.folders.settings_for(root)
+        live_index = server.indexes.for_root(root)
 
         async def review() -> Any:
             from qwen_lsp.engine.edits import unified_diff
             from qwen_lsp.review.engine import review_diff
 
-            engine = worker.engine(root, settings)
+            engine = worker.engine(root, settings, live_index)
             base = "" if whole_file else await _git_head_text(root, rel)
             diff = unified_diff(rel, base, text)
             if not diff:

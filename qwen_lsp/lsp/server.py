@@ -9,6 +9,7 @@ reference back to it (as esbonio's `LanguageFeature`s do):
     diagnostics  diagnostics.py  terminal runs and review findings, published and moved on edits
     fixes        fixes.py        code actions, resolve, ask/fix/explain, shell suggestions
     reviews      review.py       review on request and on save
+    indexes      indexing.py     the live tag index of each folder, fed by change events
 
 Engine runs happen on a background event loop (`engine_thread.EngineThread`).
 """
@@ -29,6 +30,7 @@ from qwen_lsp import __version__, wire as protocol
 from qwen_lsp.lsp.diagnostics import DiagnosticStore
 from qwen_lsp.lsp.engine_thread import EngineThread
 from qwen_lsp.lsp.fixes import Fixes
+from qwen_lsp.lsp.indexing import Indexes
 from qwen_lsp.lsp.progress import Activity, log_failure
 from qwen_lsp.lsp.review import Reviews
 from qwen_lsp.lsp.workspace import Folders
@@ -77,6 +79,7 @@ class QwenLanguageServer(LanguageServer):
         self.diagnostics = DiagnosticStore(self)
         self.fixes = Fixes(self)
         self.reviews = Reviews(self)
+        self.indexes = Indexes(self)
 
     def engine_thread(self) -> EngineThread:
         if self.worker is None:
@@ -111,6 +114,7 @@ class QwenLanguageServer(LanguageServer):
         for listener in self.listeners.values():
             listener.close()
         self.listeners.clear()
+        self.indexes.close()
         for task in [*self.inflight.values(), *self.reviews.pending.values()]:
             task.cancel()
         if self.worker is not None:
@@ -135,6 +139,7 @@ def create_server() -> QwenLanguageServer:
         ls.engine_thread().preload()
         await ls.folders.refresh_configuration()
         await ls.start_listeners()
+        await ls.indexes.start()
         ls.activity.status("idle", "ready")
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
@@ -150,13 +155,27 @@ def create_server() -> QwenLanguageServer:
         await ls.folders.refresh_configuration()
         await ls.start_listeners()
 
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: QwenLanguageServer, params: types.DidOpenTextDocumentParams) -> None:
+        ls.indexes.buffer_changed(params.text_document.uri)
+
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: QwenLanguageServer, params: types.DidChangeTextDocumentParams) -> None:
         ls.diagnostics.did_change(params)
+        ls.indexes.buffer_changed(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
     def did_save(ls: QwenLanguageServer, params: types.DidSaveTextDocumentParams) -> None:
         ls.reviews.did_save(params)
+        ls.indexes.disk_changed(params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: QwenLanguageServer, params: types.DidCloseTextDocumentParams) -> None:
+        ls.indexes.disk_changed(params.text_document.uri)  # the buffer's unsaved text is gone
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    def did_change_watched_files(ls: QwenLanguageServer, params: types.DidChangeWatchedFilesParams) -> None:
+        ls.indexes.watched_files(params)
 
     @server.feature(protocol.TERMINAL_OUTPUT)
     async def terminal_output(ls: QwenLanguageServer, params: Any) -> None:

@@ -123,3 +123,30 @@ def test_pagerank_restarts_at_the_focus() -> None:
     assert abs(sum(rank.values()) - 1) < 1e-6
     uniform = repomap.pagerank(nodes, {}, {})
     assert all(abs(v - 0.25) < 1e-9 for v in uniform.values())
+
+
+def test_builtin_like_names_do_not_crowd_out_what_the_focus_file_uses(tmp_path: Path) -> None:
+    # `lower`, `join` and `format` are defined in the workspace, but `s.lower()` in the focus file is
+    # str.lower: those calls must not outrank the class the focus file imports and uses once.
+    root = tmp_path / "proj"
+    write(root, "text/helpers.py", "def lower(s):\n    pass\n\ndef join(a, b):\n    pass\n\ndef format(x):\n    pass\n")
+    write(root, "text/other.py", "def unrelated():\n    pass\n")
+    write(root, "db/query.py", "class Q:\n    pass\n\nclass Manager:\n    pass\n")
+    write(root, "app.py", "from db.query import Q\n\n\ndef run(s, parts):\n    s.lower(); s.lower(); s.lower()\n"
+                          "    ', '.join(parts); ', '.join(parts)\n    '{}'.format(s)\n    return Q()\n")
+    index = build_index(root)
+    imported = repomap.imported_names((root / "app.py").read_text(), "python")
+    assert "Q" in imported
+    ranked = [(f, d.name) for f, d, _ in rank_definitions(index, focus_files=["app.py"], imported=imported)]
+    assert ranked[0] == ("db/query.py", "Q")
+    # Without the import information a one-letter name is discounted, but the generic ones still lose.
+    plain = [(f, d.name) for f, d, _ in rank_definitions(index, focus_files=["app.py"])]
+    for generic in ("lower", "join", "format"):
+        assert plain.index(("text/helpers.py", generic)) > plain.index(("db/query.py", "Q"))
+
+
+def test_the_reference_graph_can_be_reused_across_requests(project: Path) -> None:
+    index = build_index(project)
+    graph = repomap.build_graph(index)
+    for focus in (["app/views.py"], ["app/billing.py"]):
+        assert rank_definitions(index, focus_files=focus, graph=graph) == rank_definitions(index, focus_files=focus)

@@ -58,6 +58,12 @@ def recording_client() -> LanguageClient:
     def status(ls: LanguageClient, params: Any) -> None:
         ls.statuses.append(params._asdict() if hasattr(params, "_asdict") else params)  # type: ignore[attr-defined]
 
+    client.registrations = []  # type: ignore[attr-defined]
+
+    @client.feature(types.CLIENT_REGISTER_CAPABILITY)
+    def register_capability(ls: LanguageClient, params: types.RegistrationParams) -> None:
+        ls.registrations.extend(params.registrations)  # type: ignore[attr-defined]
+
     @client.feature(types.WORKSPACE_APPLY_EDIT)
     def apply_edit(ls: LanguageClient, params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
         ls.applied_edits.append(params)  # type: ignore[attr-defined]

@@ -1,0 +1,111 @@
+"""The language server's live index: kept current by change events, and always equal to what a
+cold build of the same files gives (same tags, same map, byte for byte)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from qwen_lsp.context import repomap
+from qwen_lsp.context.index import WorkspaceIndex
+
+
+def write(root: Path, rel: str, text: str) -> None:
+    p = root / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "proj"
+    write(root, "app/models.py", "class User:\n    def save(self):\n        pass\n\n\nclass Order:\n    def total(self):\n        return 0\n")
+    write(root, "app/views.py", "from app.models import User\n\n\ndef show_user(uid):\n    u = User()\n    u.save()\n    return u\n")
+    write(root, "app/billing.py", "from app.models import Order\n\n\ndef invoice(o: Order):\n    return o.total()\n")
+    write(root, "app/util.py", "def slugify(s):\n    return s.lower()\n")
+    return root
+
+
+def cold_map(root: Path, focus: list[str]) -> str:
+    index = repomap.build_index(root)
+    imported = set()
+    for rel in focus:
+        imported |= repomap.imported_names((root / rel).read_text(), "python")
+    return repomap.repo_map(root, 1024, focus_files=focus, index=index, imported=imported)
+
+
+def assert_same_as_cold(live: WorkspaceIndex, root: Path, focus: list[str]) -> None:
+    cold = repomap.build_index(root)
+    index = live.tag_index()
+    assert {rel: (t.defs, t.refs) for rel, t in index.files.items()} == {rel: (t.defs, t.refs) for rel, t in cold.files.items()}
+    assert {k: v for k, v in index.defined_in.items() if v} == {k: v for k, v in cold.defined_in.items() if v}
+    assert live.repo_map(1024, focus_files=focus) == cold_map(root, focus)
+
+
+def test_an_edit_inside_a_body_updates_the_map_like_a_cold_build(project: Path) -> None:
+    live = WorkspaceIndex(project)
+    live.load()
+    before = live.repo_map(1024, focus_files=["app/views.py"])
+    graph = live.graph()
+    text = "from app.models import User\n\n\ndef show_user(uid):\n    u = User()\n    u.save()\n    u.save()\n    return u\n"
+    live.set_text("app/views.py", text)
+    write(project, "app/views.py", text)  # the cold build reads disk
+    assert_same_as_cold(live, project, ["app/views.py"])
+    updated = live.graph()
+    assert updated is not graph and updated.factor is graph.factor  # only the edited file's edges were redone
+    rebuilt = repomap.build_graph(live.tag_index())
+    for column in ("src", "dst", "name", "weight"):
+        assert getattr(updated, column).tolist() == getattr(rebuilt, column).tolist()
+    assert before  # there was a map before the edit too
+
+
+def test_a_new_definition_a_new_file_a_deletion_and_a_rename(project: Path) -> None:
+    live = WorkspaceIndex(project)
+    live.load()
+    live.repo_map(1024, focus_files=["app/views.py"])
+    # edit that changes the shape: a new function referenced from the focus file
+    write(project, "app/util.py", "def slugify(s):\n    return s.lower()\n\n\ndef shout(s):\n    return s.upper()\n")
+    live.file_changed("app/util.py")
+    write(project, "app/views.py", "from app.util import shout\n\n\ndef show_user(uid):\n    return shout(uid)\n")
+    live.file_changed("app/views.py")
+    assert_same_as_cold(live, project, ["app/views.py"])
+    assert "shout" in live.repo_map(1024, focus_files=["app/views.py"])
+    # a file created on disk
+    write(project, "app/mail.py", "def send(to):\n    pass\n")
+    live.file_changed("app/mail.py")
+    assert_same_as_cold(live, project, ["app/views.py"])
+    # deleted
+    (project / "app/billing.py").unlink()
+    live.file_changed("app/billing.py")
+    assert "app/billing.py" not in live.tag_index().files
+    assert_same_as_cold(live, project, ["app/views.py"])
+    # renamed: the watcher reports a deletion and a creation
+    (project / "app/util.py").rename(project / "app/text.py")
+    live.file_changed("app/util.py")
+    live.file_changed("app/text.py")
+    assert set(live.tag_index().defined_in["shout"]) == {"app/text.py"}
+    assert_same_as_cold(live, project, ["app/views.py"])
+
+
+def test_a_rescan_finds_files_changed_on_disk_without_events(project: Path) -> None:
+    live = WorkspaceIndex(project)
+    live.load()
+    assert live.rescan() == []
+    write(project, "app/util.py", "def slugify(s):\n    return s\n\n\ndef later():\n    pass\n")
+    write(project, "app/new.py", "def fresh():\n    pass\n")
+    (project / "app/billing.py").unlink()
+    assert live.rescan() == ["app/billing.py", "app/new.py", "app/util.py"]
+    assert "later" in live.tag_index().defined_in and "fresh" in live.tag_index().defined_in
+    assert_same_as_cold(live, project, ["app/views.py"])
+
+
+def test_the_map_is_memoised_until_something_changes(project: Path) -> None:
+    live = WorkspaceIndex(project)
+    live.load()
+    first = live.repo_map(1024, focus_files=["app/views.py"])
+    graph = live.graph()
+    assert live.repo_map(1024, focus_files=["app/views.py"]) is first
+    assert live.graph() is graph
+    live.set_text("app/billing.py", (project / "app/billing.py").read_text() + "\n# note\n")
+    assert live.graph() is not graph
