@@ -99,7 +99,7 @@ async def test_doctor_passes_a_correctly_configured_server(tmp_path):
         double.responder = honest_server
         results = await doctor(double, tmp_path)
     assert list(results) == [
-        "server reachable", "model and context", "thinking works", "non-thinking works", "tool calls parse",
+        "sandbox for verification", "server reachable", "model and context", "thinking works", "non-thinking works", "tool calls parse",
         "structured outputs honored", "cached-token reporting", "prefix caching effective", "tokenizer agreement",
     ]
     assert all(ok for ok, _ in results.values()), results
@@ -129,8 +129,8 @@ async def test_doctor_names_each_misconfiguration_with_its_fix(tmp_path, double_
 async def test_doctor_on_a_server_that_is_down(tmp_path):
     port = free_port()
     checks = await run_doctor(Settings(base_url=f"http://127.0.0.1:{port}/v1", cache_dir=tmp_path))
-    assert [(c.name, c.ok) for c in checks] == [("server reachable", False)]
-    assert "vllm serve" in checks[0].fix
+    assert [(c.name, c.ok) for c in checks] == [("sandbox for verification", True), ("server reachable", False)]
+    assert "vllm serve" in checks[1].fix
 
 
 # -- stats ------------------------------------------------------------------------------------

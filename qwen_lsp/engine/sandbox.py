@@ -128,8 +128,8 @@ def build(
     hidden = _existing_dirs([real_home, *map(Path, _HIDDEN), *([workspace] if workspace else [])])
 
     argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/dev/shm"]
-    for path in hidden:
-        argv += ["--tmpfs", str(path)]
+    for path in hidden:  # empty and read-only (0555; root in the sandbox has no capability to override it)
+        argv += ["--perms", "0555", "--tmpfs", str(path)]
     for path in _under_any(visible_paths(environ, real_home, workspace), hidden):
         argv += ["--ro-bind", str(path), str(path)]
     argv += ["--bind", str(scratch), str(scratch)]

@@ -222,6 +222,10 @@ def validation_summary(validation: Validation) -> str:
         failed = [c.name.split(":", 1)[1].strip() for c in parses if not c.ok]
         parts.append("✗ parses: " + ", ".join(failed) if failed else "✓ parses")
     parts += [f"{'✓' if c.ok else '✗'} {c.name}" for c in validation.checks if not c.name.startswith("parses:")]
+    if validation.not_verified:
+        parts.append(f"not verified: {validation.not_verified}")
+    if validation.runs_during_verification:
+        parts.append("⚠ runs during verification: " + ", ".join(r.split(" (")[0] for r in validation.runs_during_verification))
     return ", ".join(parts) if parts else "not validated"
 
 
