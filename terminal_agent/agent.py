@@ -127,7 +127,7 @@ async def think(failure: Failure, settings: Settings, progress: Callable[[str], 
 def show(result: FixResult, ui: UI) -> None:
     ui.show_plan(result.plan, result.summary)
     ui.show_changes(result.changes)
-    if result.changes:
+    if result.changes or result.outcome == "failed":  # a failed check says what ran, sandboxed
         ui.show_checks(result.validation)
     for suggestion in result.suggestions:
         ui.show_suggestion(suggestion)

@@ -103,11 +103,11 @@ class Stage:
                 pass
 
 
-def path_without_bwrap(tmp: Path) -> str:
-    """PATH as now, but with bwrap nowhere on it: each directory holding bwrap is replaced
+def path_without_bwrap(tmp: Path, path: str | None = None) -> str:
+    """`path` (default: PATH) with bwrap nowhere on it: each directory holding bwrap is replaced
     by a directory of links to everything else in it (simulates a machine without bubblewrap)."""
     dirs = []
-    for number, entry in enumerate(os.environ.get("PATH", "").split(os.pathsep)):
+    for number, entry in enumerate((os.environ.get("PATH", "") if path is None else path).split(os.pathsep)):
         directory = Path(entry)
         if not (directory / "bwrap").exists():
             dirs.append(entry)
