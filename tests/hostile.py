@@ -71,6 +71,11 @@ class Stage:
             "",
         ])
 
+    def contained_report(self) -> str:
+        """What the payload reports from inside the sandbox: no secret seen, and the only write that
+        worked went to the workspace path, which there is the temporary copy mounted over it."""
+        return f"HOSTILE-RAN secrets=[] wrote={[str(self.workspace / 'pwned.txt')]}"
+
     # -- what must hold afterwards ----------------------------------------------------------------
 
     def snapshot(self) -> dict[str, str]:

@@ -91,8 +91,10 @@ def test_the_command_line_is_a_list_with_no_network_and_a_scrubbed_environment(t
                          workspace=tmp_path / "real", environ=environ)
     assert jail.argv[-4:] == ["--", "/bin/sh", "-c", "pytest -q; echo $HOME"]  # one word, never re-split
     assert {"--unshare-net", "--die-with-parent", "--new-session", "--unshare-pid"} <= set(jail.argv)
-    assert ["--bind", str(scratch.resolve()), str(scratch.resolve())] == jail.argv[jail.argv.index("--bind"):][:3]
-    assert jail.argv.count("--bind") == 1  # the scratch directory is the only writable path
+    binds = [jail.argv[i + 1:i + 3] for i, word in enumerate(jail.argv) if word == "--bind"]
+    # Writable: the scratch directory, and the copy in it mounted over the real workspace.
+    assert binds == [[str(scratch.resolve())] * 2, [str(scratch.resolve() / "ws"), str((tmp_path / "real").resolve())]]
+    assert jail.argv[jail.argv.index("--chdir") + 1] == str((tmp_path / "real").resolve())
     assert set(jail.env) == {"PATH", "LANG", "LC_ALL", "VIRTUAL_ENV", "PYTHONPATH", "HOME", "TMPDIR",
                              "PYTHONDONTWRITEBYTECODE"}
     assert jail.env["HOME"] == str(scratch.resolve() / "home")
@@ -150,3 +152,17 @@ async def test_the_network_is_unreachable_inside(tmp_path, jail):
     # Its own network namespace: only a loopback of its own, where nothing listens.
     assert not outcome.ok and "CONNECTED" not in outcome.detail and "Connection refused" in outcome.detail
     assert connections == []
+
+
+async def test_the_workspace_path_is_the_copy_and_its_virtualenv_is_read_only(tmp_path, jail):
+    root = tmp_path / "ws"
+    (root / ".venv" / "bin").mkdir(parents=True)
+    (root / "calc.py").write_text("before\n")
+    overlay = Overlay(root)
+    overlay.write("calc.py", "PATCHED\n")
+    command = (f"grep -q PATCHED {root}/calc.py && test -d {root}/.venv/bin && touch {root}/new.txt"
+               f" && ! touch {root}/.venv/x 2>/dev/null && echo ALL-GOOD && false")
+    outcome = await run_verify(overlay, command, None, 30, bwrap=jail.bwrap)
+    assert "ALL-GOOD" in outcome.detail  # absolute paths reach the patched copy; the venv is read-only
+    assert (root / "calc.py").read_text() == "before\n" and not (root / "new.txt").exists()
+    assert sorted(p.name for p in root.rglob("*")) == [".venv", "bin", "calc.py"]

@@ -98,7 +98,7 @@ async def test_a_conftest_that_attacks_runs_only_inside_the_sandbox(vllm, stage,
     assert result.validation.runs_during_verification == ["conftest.py (pytest imports it)"]
     if mode == "bwrap":
         (verify,) = [c for c in result.validation.checks if c.name == PYTEST]
-        assert "HOSTILE-RAN secrets=[] wrote=[]" in verify.detail  # it ran, saw no secret, wrote nothing
+        assert stage.contained_report() in verify.detail  # it ran, saw no secret, wrote only into the copy
         assert result.outcome == "failed" and not result.changes
     else:
         assert result.outcome == "changed_unverified"
@@ -125,7 +125,7 @@ async def test_a_hostile_makefile_recipe_runs_only_inside_the_sandbox(vllm, stag
     assert result.validation.runs_during_verification == ["Makefile (make runs its recipes)"]
     if mode == "bwrap":
         (verify,) = [c for c in result.validation.checks if c.name == "make test"]
-        assert "HOSTILE-RAN secrets=[] wrote=[]" in verify.detail
+        assert stage.contained_report() in verify.detail
         assert result.outcome == "failed"
     else:
         assert result.outcome == "changed_unverified" and result.validation.not_verified == "no sandbox"
@@ -240,3 +240,15 @@ def test_apply_changes_refuses_a_protected_path_and_writes_nothing(tmp_path, pat
         apply_changes(tmp_path, changes)
     assert (tmp_path / "calc.py").read_text() == BUGGY
     assert not (tmp_path / path).exists()
+
+
+async def test_verification_can_be_turned_off_but_then_says_so(vllm, stage, tmp_path):
+    vllm.script(plan(), Reply(tool_calls=[FIX_CALC]), FINISH)
+    settings = Settings(base_url=vllm.base_url, cache_dir=tmp_path / "cache", max_retries=0, verify=False)
+    engine = Engine(settings)
+    try:
+        result = await engine.fix(command_task(), stage.workspace)
+    finally:
+        await engine.client.close()
+    assert result.outcome == "changed_unverified" and result.validation.not_verified == "verification is off"
+    assert fix_title("AssertionError", result) == "Fix AssertionError (✓ parses, not verified: verification is off)"

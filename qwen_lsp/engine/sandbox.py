@@ -4,9 +4,9 @@ A command the engine runs to check a fix (the user's own failing command, or an
 allow-listed test runner from the plan) executes code the model may have written:
 a conftest.py, a Makefile recipe, a test. So it runs with
 - the scratch directory (the workspace copy, a HOME and a TMPDIR) as the only writable path;
-- the rest of the filesystem read-only, and homes, /tmp, /run, /mnt, /media and the real
-  workspace hidden, apart from the toolchains the command needs (the interpreter and its
-  virtualenv, PATH entries, pyenv/rustup/nvm...), shown read-only;
+- the rest of the filesystem read-only, and homes, /tmp, /run, /mnt and /media hidden, apart
+  from the toolchains the command needs (the interpreter and its virtualenv, PATH entries,
+  pyenv/rustup/nvm...), shown read-only; the copy is mounted over the real workspace;
 - no network, its own PID/IPC/UTS namespaces, a new session (no typing into the terminal);
 - an environment built from an allow-list (no API keys, no tokens), HOME in the scratch dir;
 - --die-with-parent and its own process group, so killing it at the timeout or on cancel
@@ -54,6 +54,8 @@ _TOOLCHAINS: list[tuple[str, str, tuple[str, ...]]] = [
 ]
 # Workspace directories the copy leaves out but a command may need (read-only, at both places).
 WORKSPACE_TOOL_DIRS = (".venv", "venv", "node_modules")
+_SECRET_DIRS = {".ssh", ".aws", ".gnupg", ".config", ".docker", ".kube", ".azure", ".password-store", ".netrc",
+                ".git-credentials", ".pypirc", ".npmrc"}
 # Hidden behind empty tmpfs mounts (besides HOME and the real workspace).
 _HIDDEN = ("/home", "/root", "/tmp", "/var/tmp", "/run", "/mnt", "/media")
 
@@ -116,8 +118,11 @@ def build(
 ) -> SandboxCommand:
     """The argv and environment that run `command` (with /bin/sh -c) inside the sandbox.
 
-    `scratch` is the only writable directory (it holds the workspace copy and gets `home/`
-    and `tmp/`); `workspace` is the real workspace, hidden except for its tool directories.
+    `scratch` is the only writable directory: it holds the workspace copy (the directory
+    below it that contains `workdir`) and gets `home/` and `tmp/`. The copy is mounted at
+    the real `workspace`'s path, so absolute paths (an editable install in the project's
+    .venv, a Makefile) reach the copy, never the real files; the real .venv and
+    node_modules are mounted back into it read-only.
     """
     environ = os.environ if environ is None else environ
     scratch = scratch.resolve()
@@ -125,22 +130,32 @@ def build(
     home.mkdir(parents=True, exist_ok=True)
     tmp.mkdir(parents=True, exist_ok=True)
     real_home = Path(environ.get("HOME") or Path.home())
-    hidden = _existing_dirs([real_home, *map(Path, _HIDDEN), *([workspace] if workspace else [])])
+    copy = _copy_root(workdir, scratch)
+    if workspace is not None and (copy is None or workspace.resolve() == Path("/")):
+        workspace = None
+    workspace = workspace.resolve() if workspace is not None else None
+    hidden = _existing_dirs([real_home, *map(Path, _HIDDEN)])
+    covered = hidden + ([workspace] if workspace else [])
+    visible = [p for p in _under_any(visible_paths(environ, real_home, workspace), covered)
+               if not _secret(p, real_home)]
+    inner = [p for p in visible if workspace and (p == workspace or workspace in p.parents)]
 
     argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/dev/shm"]
     for path in hidden:  # empty and read-only (0555; root in the sandbox has no capability to override it)
         argv += ["--perms", "0555", "--tmpfs", str(path)]
-    for path in _under_any(visible_paths(environ, real_home, workspace), hidden):
-        argv += ["--ro-bind", str(path), str(path)]
+    for path in visible:
+        if path not in inner:
+            argv += ["--ro-bind", str(path), str(path)]
     argv += ["--bind", str(scratch), str(scratch)]
-    if workspace is not None:  # the copy gets the real workspace's virtualenv / node_modules, read-only
-        copy = _copy_root(workdir, scratch)
-        for name in WORKSPACE_TOOL_DIRS:
-            if (workspace / name).is_dir() and copy is not None and not (copy / name).exists():
-                argv += ["--ro-bind", str(workspace / name), str(copy / name)]
+    chdir = workdir
+    if workspace is not None and copy is not None:
+        argv += ["--bind", str(copy), str(workspace)]
+        for path in inner:
+            argv += ["--ro-bind", str(path), str(path)]
+        chdir = workspace / workdir.resolve().relative_to(copy)
     # Every namespace (user and cgroup where the kernel allows), so no network at all.
     argv += ["--unshare-user-try", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
-             "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--chdir", str(workdir)]
+             "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--chdir", str(chdir)]
     if os.geteuid() == 0:
         argv += ["--cap-drop", "ALL"]  # root keeps capabilities in a sandbox unless told otherwise
     argv += ["--", "/bin/sh", "-c", command]
@@ -176,6 +191,15 @@ def visible_paths(environ: Mapping[str, str], home: Path, workspace: Path | None
         root = Path(environ[variable]) if variable and environ.get(variable) else home / default
         paths += [root / part if part else root for part in parts]
     return [p for p in paths if p.is_absolute() and p.exists()]
+
+
+def _secret(path: Path, home: Path) -> bool:
+    """Never shown, whatever PATH says: the home itself and its credential directories."""
+    try:
+        rel = path.relative_to(home.resolve())
+    except ValueError:
+        return False
+    return not rel.parts or rel.parts[0] in _SECRET_DIRS
 
 
 def _existing_dirs(paths: Iterable[Path]) -> list[Path]:
