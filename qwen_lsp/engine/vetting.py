@@ -86,13 +86,14 @@ def refusal(command: str, workspace: Path, cwd: str | None = None) -> str | None
         if name in refused or word in refused or (runner == "pytest" and word.startswith("-p") and len(word) > 2):
             if not _disables_plugin(words, i):
                 return f"{name} loads code or settings chosen by the model"
+        shown = word
         if name in path_options and not eq and i + 1 < len(words):
-            value = words[i + 1]
+            value, shown = words[i + 1], f"{word} {words[i + 1]}"
         elif name not in path_options:
             value = word  # a positional path (a test file, a directory) must stay inside too
         for candidate in _path_values(name, value):
             if not _inside(candidate, base, root):
-                return f"{word if eq or name not in path_options else name + ' ' + value} names a path outside the workspace"
+                return f"{shown} names a path outside the workspace"
     return None
 
 
