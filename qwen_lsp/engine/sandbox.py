@@ -185,12 +185,20 @@ def visible_paths(environ: Mapping[str, str], home: Path, workspace: Path | None
     paths += venvs
     for venv in venvs:  # a virtualenv's python is a symlink to its base interpreter
         for python in (venv / "bin" / "python", venv / "bin" / "python3"):
-            if python.exists():
+            if _exists(python):
                 paths.append(python.resolve().parent.parent)
     for variable, default, parts in _TOOLCHAINS:
         root = Path(environ[variable]) if variable and environ.get(variable) else home / default
         paths += [root / part if part else root for part in parts]
-    return [p for p in paths if p.is_absolute() and p.exists()]
+    return [p for p in paths if p.is_absolute() and _exists(p)]
+
+
+def _exists(path: Path) -> bool:
+    """Path.exists() that answers False for what this user may not even look at."""
+    try:
+        return path.exists()
+    except OSError:
+        return False
 
 
 def _secret(path: Path, home: Path) -> bool:
@@ -205,7 +213,7 @@ def _secret(path: Path, home: Path) -> bool:
 def _existing_dirs(paths: Iterable[Path]) -> list[Path]:
     out: list[Path] = []
     for path in paths:
-        if path.is_dir() and not path.is_symlink() and path.resolve() != Path("/") and path.resolve() not in out:
+        if _exists(path) and path.is_dir() and not path.is_symlink() and path.resolve() not in (Path("/"), *out):
             out.append(path.resolve())
     return out
 
