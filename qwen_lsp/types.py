@@ -122,6 +122,7 @@ class FixResult(BaseModel):
     validation: Validation = Field(default_factory=Validation)
     accounting: Accounting = Field(default_factory=Accounting)
     error: str | None = None
+    refused_writes: list[str] = Field(default_factory=list)  # protected paths the model tried to change
 
 
 class CachedState(BaseModel):

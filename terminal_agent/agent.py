@@ -129,6 +129,8 @@ def show(result: FixResult, ui: UI) -> None:
     ui.show_changes(result.changes)
     if result.changes or result.outcome == "failed":  # a failed check says what ran, sandboxed
         ui.show_checks(result.validation)
+    for path in result.refused_writes:
+        ui.say(f"✗ refused: the model tried to change {path} (protected; never written)", "bold red")
     for suggestion in result.suggestions:
         ui.show_suggestion(suggestion)
 

@@ -44,6 +44,7 @@ class QfixReport(BaseModel):
     validation: Validation = Field(default_factory=Validation)  # what the engine checked before asking
     applied: bool = False
     not_applied: str | None = None  # why a fix was not written
+    refused_writes: list[str] = Field(default_factory=list)  # protected paths the model tried to change
     verification: Verification | None = None
     model: ModelUsage = Field(default_factory=ModelUsage)
     error: str | None = None
@@ -55,6 +56,7 @@ class QfixReport(BaseModel):
         self.diffs = [FileDiff(path=c.path, diff=c.diff, created=c.created) for c in result.changes]
         self.suggestions = list(result.suggestions)
         self.validation = result.validation
+        self.refused_writes = list(result.refused_writes)
         self.model = ModelUsage(
             thinking_calls=a.thinking_calls, non_thinking_calls=a.non_thinking_calls, prompt_tokens=a.prompt_tokens,
             completion_tokens=a.completion_tokens, cached_tokens=a.cached_tokens, wall_seconds=round(a.wall_seconds, 3),

@@ -176,6 +176,8 @@ async def test_an_edit_of_git_config_or_hooks_is_refused_and_the_rest_goes_on(vl
     errors = tool_results(vllm)[:3]
     assert all(e.startswith("Error:") and "protected" in e for e in errors), errors
     assert ".git/config is inside .git/" in errors[0]
+    assert result.refused_writes == [".git/config", ".git/hooks/pre-commit", "sub/.GIT/config"]
+    assert "refused: .git/config, .git/hooks/pre-commit, sub/.GIT/config" in fix_title("AssertionError", result)
     assert [c.path for c in result.changes] == ["calc.py"]
     assert (stage.workspace / ".git" / "config").read_text() == config
     assert result.outcome == ("fixed" if mode == "bwrap" else "changed_unverified")
@@ -202,6 +204,7 @@ async def test_a_pth_file_or_a_virtualenv_edit_is_refused(vllm, stage, mode, tmp
     errors = tool_results(vllm)[:4]
     assert all(e.startswith("Error:") and "protected" in e for e in errors), errors
     assert "virtualenv env/" in errors[2]
+    assert len(result.refused_writes) == 4
     assert [c.path for c in result.changes] == ["calc.py"]
     assert not list(stage.workspace.rglob("*.pth"))
 

@@ -363,6 +363,7 @@ class _Run:
             validation=validation,
             accounting=self.accounting,
             error=None if outcome != "failed" else _validation_report(validation),
+            refused_writes=list(dict.fromkeys(self.overlay.refused)),
         )
 
 

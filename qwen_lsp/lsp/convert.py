@@ -233,7 +233,8 @@ def fix_title(problem: str, result: FixResult) -> str:
     """The resolved action's title: what it fixes and what was validated."""
     what = f"Fix {short_problem(problem)}"
     if result.changes:
-        return f"{what} ({validation_summary(result.validation)})"
+        refused = f"; refused: {', '.join(result.refused_writes)}" if result.refused_writes else ""
+        return f"{what} ({validation_summary(result.validation)}{refused})"
     if result.suggestions:
         s = result.suggestions[0]
         return f"Run `{s.command}` ({s.risk.value})"

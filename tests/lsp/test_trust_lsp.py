@@ -55,8 +55,8 @@ async def test_a_fix_never_carries_a_protected_edit_and_its_title_says_how_far_i
     uris = [change.text_document.uri for change in resolved.edit.document_changes]
     assert uris == [file_uri(project, "calc.py")]  # never .git/config, never a .pth file
     if mode == "no-sandbox":
-        assert resolved.title == "Fix AssertionError (✓ parses, not verified: no sandbox)"
+        assert resolved.title == "Fix AssertionError (✓ parses, not verified: no sandbox; refused: .git/config, evil.pth)"
         assert not resolved.is_preferred
     else:
-        assert resolved.title == f"Fix AssertionError (✓ parses, ✓ {PYTEST})"
+        assert resolved.title == f"Fix AssertionError (✓ parses, ✓ {PYTEST}; refused: .git/config, evil.pth)"
     assert (project / ".git" / "config").read_text() == config

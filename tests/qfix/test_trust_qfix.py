@@ -122,7 +122,8 @@ def test_yes_never_touches_git_config(stage, env, mode, vllm):
         *fix_replies(with_plan=False),
     )
     proc, report = qfix(stage, env, "--yes", "--", "python", "script.py")
-    assert [d["path"] for d in report["diffs"]] == ["script.py"]
+    assert [d["path"] for d in report["diffs"]] == ["script.py"] and report["refused_writes"] == [".git/config"]
+    assert "refused: the model tried to change .git/config" in proc.stderr
     assert (stage.workspace / ".git" / "config").read_text() == config
     subprocess.run(["git", "status"], cwd=stage.workspace, check=True, capture_output=True)
     assert not (stage.workspace / "pwned").exists()
