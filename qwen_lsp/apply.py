@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from qwen_lsp.engine.protected import refuse_protected
 from qwen_lsp.types import FileChange
 
 
@@ -27,6 +28,7 @@ def check_fresh(root: Path, changes: list[FileChange]) -> list[str]:
 
 def apply_changes(root: Path, changes: list[FileChange]) -> None:
     """Write every change, or none when any file changed since it was read."""
+    refuse_protected(root, [c.path for c in changes])  # .git/, virtualenvs, *.pth...: never written
     stale = check_fresh(root, changes)
     if stale:
         raise StaleFile("changed since the fix was computed, not overwritten: " + ", ".join(stale))

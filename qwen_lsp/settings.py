@@ -75,6 +75,7 @@ class Settings(BaseSettings):
     max_rounds: int = 8
     max_total_tokens: int = 400_000
     verify_timeout: float = 120.0
+    verify: bool = True  # run the verify command (always sandboxed; no sandbox, no run); false: parse checks only
     run_model_verify_commands: bool = True  # only allow-listed test runners, in a temp copy
 
     budgets: Budgets = Field(default_factory=Budgets)

@@ -88,6 +88,11 @@ class CheckOutcome(BaseModel):
 
 class Validation(BaseModel):
     checks: list[CheckOutcome] = Field(default_factory=list)
+    # Why no command verified the change ("no sandbox", "verification is off", ...); None when one ran.
+    not_verified: str | None = None
+    not_verified_detail: str = ""  # the long form: what is missing and how to enable it
+    # Model-created/edited files that run as configuration when the command runs: "conftest.py (pytest imports it)".
+    runs_during_verification: list[str] = Field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -117,6 +122,7 @@ class FixResult(BaseModel):
     validation: Validation = Field(default_factory=Validation)
     accounting: Accounting = Field(default_factory=Accounting)
     error: str | None = None
+    refused_writes: list[str] = Field(default_factory=list)  # protected paths the model tried to change
 
 
 class CachedState(BaseModel):

@@ -3,7 +3,7 @@
     failure = the command, its exit code, its output    (run now in a pty, or recorded by the shell)
     result  = engine.fix(failure)                        (plan + patch rounds; writes nothing)
     show the plan, a colored diff per file, risk-labelled shell suggestions
-    ask     [a]pply / [s]kip / [e]dit command / [q]uit    (--yes: write files, never run commands)
+    ask     [a]pply / [s]kip / [e]dit command / [q]uit    (--yes: write verified fixes only, never run commands)
     apply   save the undo entry, then apply_changes      (refuses files changed meanwhile)
     ask     about each suggested command: an accepted one goes to the user's command line
     verify  re-run the command for real: exit 0 only if it passes now
@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from qwen_lsp.apply import StaleFile, apply_changes
+from qwen_lsp.engine.protected import ProtectedPath
 from qwen_lsp.llm.client import ModelServerError
 from qwen_lsp.engine.loop import Engine
 from qwen_lsp.types import FileChange, FixResult, Risk, Task
@@ -82,11 +83,15 @@ def fix(failure: Failure, opts: Options, ui: UI, report: QfixReport) -> int:
         ui.say("\nDry run: nothing was changed.", "bold")
         return 0
 
-    choice, verify_command = ask_to_apply(result, failure, opts, ui)
+    refused = unverified(result) if opts.yes else None
+    if refused:  # --yes is consent to a verified fix only; an unverified one needs an explicit yes
+        ui.fail(f"not applied: {refused}; run qfix without --yes to review it and decide")
+        report.not_applied = refused
+    choice, verify_command = ("skip", None) if refused else ask_to_apply(result, failure, opts, ui)
     if choice == "apply":
         try:
             apply_with_undo(failure, result.changes)
-        except StaleFile as exc:
+        except (StaleFile, ProtectedPath) as exc:
             ui.fail(f"not applied: {exc}")
             return 1
         report.applied = True
@@ -122,8 +127,10 @@ async def think(failure: Failure, settings: Settings, progress: Callable[[str], 
 def show(result: FixResult, ui: UI) -> None:
     ui.show_plan(result.plan, result.summary)
     ui.show_changes(result.changes)
-    if result.changes:
+    if result.changes or result.outcome == "failed":  # a failed check says what ran, sandboxed
         ui.show_checks(result.validation)
+    for path in result.refused_writes:
+        ui.say(f"✗ refused: the model tried to change {path} (protected; never written)", "bold red")
     for suggestion in result.suggestions:
         ui.show_suggestion(suggestion)
 
@@ -141,6 +148,14 @@ def ask_to_apply(result: FixResult, failure: Failure, opts: Options, ui: UI) -> 
     while (choice := ui.choose(f"Apply the changes to {len(result.changes)} file(s)?")) == "edit":
         verify_command = ui.edit("Re-run to verify: ", verify_command or failure.command)
     return choice, verify_command
+
+
+def unverified(result: FixResult) -> str | None:
+    """Why `result`'s changes were not verified by a command that passed, or None when they were."""
+    if not result.changes or result.outcome == "fixed":
+        return None
+    why = result.validation.not_verified or "no command verified it"
+    return f"the change was not verified ({why})"
 
 
 def ask_for_command(result: FixResult, opts: Options, ui: UI) -> str | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from qwen_lsp.types import FixResult, Plan, ShellSuggestion
+from qwen_lsp.types import FixResult, Plan, ShellSuggestion, Validation
 
 
 class FileDiff(BaseModel):
@@ -41,7 +41,10 @@ class QfixReport(BaseModel):
     plan: Plan | None = None
     diffs: list[FileDiff] = Field(default_factory=list)
     suggestions: list[ShellSuggestion] = Field(default_factory=list)
+    validation: Validation = Field(default_factory=Validation)  # what the engine checked before asking
     applied: bool = False
+    not_applied: str | None = None  # why a fix was not written
+    refused_writes: list[str] = Field(default_factory=list)  # protected paths the model tried to change
     verification: Verification | None = None
     model: ModelUsage = Field(default_factory=ModelUsage)
     error: str | None = None
@@ -52,6 +55,8 @@ class QfixReport(BaseModel):
         self.outcome, self.summary, self.plan, self.error = result.outcome, result.summary, result.plan, result.error
         self.diffs = [FileDiff(path=c.path, diff=c.diff, created=c.created) for c in result.changes]
         self.suggestions = list(result.suggestions)
+        self.validation = result.validation
+        self.refused_writes = list(result.refused_writes)
         self.model = ModelUsage(
             thinking_calls=a.thinking_calls, non_thinking_calls=a.non_thinking_calls, prompt_tokens=a.prompt_tokens,
             completion_tokens=a.completion_tokens, cached_tokens=a.cached_tokens, wall_seconds=round(a.wall_seconds, 3),

@@ -70,10 +70,16 @@ class UI:
                 self.console.print(Text(line, style=_diff_style(line)), soft_wrap=True)
 
     def show_checks(self, validation: Validation) -> None:
-        """What the engine already checked, on a temporary copy of the workspace."""
+        """What the engine already checked, in the sandbox on a temporary copy of the workspace."""
         for check in validation.checks:
-            where = "" if check.name.startswith("parses:") else "  (ran in a temporary copy)"
+            where = "" if check.name.startswith("parses:") else "  (ran sandboxed in a temporary copy)"
             self.say(f"{'✓' if check.ok else '✗'} {check.name}{where}", "green" if check.ok else "red")
+        if validation.not_verified:
+            self.say(f"! not verified: {validation.not_verified}", "bold yellow")
+            if validation.not_verified_detail:
+                self.say(f"  {validation.not_verified_detail}", "yellow")
+        for item in validation.runs_during_verification:
+            self.say(f"⚠ runs during verification: {item}", "bold yellow")
 
     def show_suggestion(self, suggestion: ShellSuggestion) -> None:
         label = Text(f" {suggestion.risk.value.upper()} ", style=RISK_STYLE[suggestion.risk])

@@ -13,7 +13,8 @@ from qwen_lsp.ops.doctor import run_doctor
 from qwen_lsp.ops.serving import LINEAR_STATE_BYTES, NotEnoughMemory, kv_bytes_per_token, max_context, plan_serving, tensor_parallel
 from qwen_lsp.settings import Settings
 from qwen_lsp.ops.stats import parse_metrics, summarize
-from tests.net import free_port
+from tests.hostile import path_without_bwrap
+from tests.net import closed_port_url, free_port
 from tests.vllm_double import Reply, VLLMDouble
 
 GIB = 1024**3
@@ -99,7 +100,7 @@ async def test_doctor_passes_a_correctly_configured_server(tmp_path):
         double.responder = honest_server
         results = await doctor(double, tmp_path)
     assert list(results) == [
-        "server reachable", "model and context", "thinking works", "non-thinking works", "tool calls parse",
+        "sandbox for verification", "server reachable", "model and context", "thinking works", "non-thinking works", "tool calls parse",
         "structured outputs honored", "cached-token reporting", "prefix caching effective", "tokenizer agreement",
     ]
     assert all(ok for ok, _ in results.values()), results
@@ -129,8 +130,16 @@ async def test_doctor_names_each_misconfiguration_with_its_fix(tmp_path, double_
 async def test_doctor_on_a_server_that_is_down(tmp_path):
     port = free_port()
     checks = await run_doctor(Settings(base_url=f"http://127.0.0.1:{port}/v1", cache_dir=tmp_path))
-    assert [(c.name, c.ok) for c in checks] == [("server reachable", False)]
-    assert "vllm serve" in checks[0].fix
+    assert [(c.name, c.ok) for c in checks] == [("sandbox for verification", True), ("server reachable", False)]
+    assert "vllm serve" in checks[1].fix
+
+
+async def test_doctor_says_when_fixes_cannot_be_verified_and_how_to_enable_the_sandbox(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", path_without_bwrap(tmp_path / "shims"))
+    checks = await run_doctor(Settings(base_url=closed_port_url(), cache_dir=tmp_path))
+    (jail,) = [c for c in checks if c.name == "sandbox for verification"]
+    assert not jail.ok and "not installed" in jail.detail and "not verified: no sandbox" in jail.detail
+    assert "apt install bubblewrap" in jail.fix
 
 
 # -- stats ------------------------------------------------------------------------------------

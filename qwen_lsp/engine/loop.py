@@ -26,13 +26,15 @@ from qwen_lsp.context.index import WorkspaceIndex
 from qwen_lsp.engine.cache import StateCache, content_hash, normalize_output, task_fingerprint
 from qwen_lsp.llm.client import Completion, ModelClient, ReasoningExhausted, ToolsUnsupported
 from qwen_lsp.engine.edits import EditError, apply_edit
-from qwen_lsp.types import Accounting, CachedState, FixResult, Plan, Risk, Task, TaskKind, Validation
+from qwen_lsp.types import Accounting, CachedState, FileChange, FixResult, Plan, Risk, Task, TaskKind, Validation
 from qwen_lsp.engine.overlay import BufferReader, Overlay, PathOutsideWorkspace
+from qwen_lsp.engine.protected import ProtectedPath
 from qwen_lsp.llm.parsing import loads_loose, parse_edit_blocks
 from qwen_lsp.engine.risk import classify, is_test_command
 from qwen_lsp.settings import Settings
 from qwen_lsp.engine.tools import TOOLS, ToolBox
 from qwen_lsp.engine.validate import check_parse, run_verify
+from qwen_lsp.engine import sandbox, vetting
 
 Progress = Callable[[str], None]
 
@@ -103,7 +105,7 @@ class _Run:
     def __init__(self, engine: Engine, task: Task, workspace: Path, read_buffer: BufferReader | None, progress: Progress):
         self.engine, self.task, self.progress = engine, task, progress
         self.settings = engine.settings
-        self.overlay = Overlay(workspace, read_buffer)
+        self.overlay = Overlay(workspace, read_buffer, protected=(self.settings.cache_dir,))
         self.toolbox = ToolBox(self.overlay)
         self.accounting = Accounting()
         self.started = time.monotonic()
@@ -111,6 +113,7 @@ class _Run:
         self.messages: list[dict[str, Any]] = []
         self.tools: list[dict[str, Any]] = TOOLS if engine.tools_supported else []
         self.plan: Plan | None = None
+        self.validated: list[FileChange] | None = None  # the changes the last validation saw
 
     def _live_index(self) -> WorkspaceIndex | None:
         live = self.engine.live_index
@@ -145,6 +148,8 @@ class _Run:
         self.messages.append(state.plan_message)
 
         validation, summary = await self._patch_loop()
+        if (changes := self.overlay.changes()) and changes != self.validated:  # no finish, or edits after it
+            validation = await self._validate()
         result = self._result(validation, summary)
         self.engine.cache.put_state(key, state.model_copy(update={"transcript": self.messages, "result_summary": summary}))
         return result
@@ -237,7 +242,7 @@ class _Run:
                     errors.append(f"{block.path}: no such file")
                     continue
                 self.overlay.write(block.path, apply_edit(text, block.old, block.new, path=block.path).text)
-            except (EditError, PathOutsideWorkspace) as exc:
+            except (EditError, PathOutsideWorkspace, ProtectedPath) as exc:
                 errors.append(f"{block.path}: {exc}")
         validation = await self._validate()
         if not errors and validation.ok:
@@ -252,13 +257,27 @@ class _Run:
         return self._result(Validation(), reply.content, outcome="explained")
 
     async def _validate(self) -> Validation:
+        """Parse checks, then the verify command in the sandbox; never a command without one."""
         self.progress("validating")
-        changes = self.overlay.changes()
-        checks = check_parse(changes)
-        command = self._verify_command()
-        if changes and command and all(c.ok for c in checks):
-            checks.append(await run_verify(self.overlay, command, self.task.cwd, self.settings.verify_timeout))
-        return Validation(checks=checks)
+        changes = self.validated = self.overlay.changes()
+        validation = Validation(checks=check_parse(changes),
+                                runs_during_verification=vetting.runs_during_verification(changes))
+        if not changes or not validation.ok:
+            return validation
+        command, why_not = self._verify_command()
+        jail = sandbox.status() if command and self.settings.verify else None
+        if command is None:
+            validation.not_verified, validation.not_verified_detail = "no command to run", why_not
+        elif jail is None:
+            validation.not_verified = "verification is off"
+            validation.not_verified_detail = "the verify setting is false: only parse checks ran"
+        elif not jail.available:
+            validation.not_verified = "no sandbox"
+            validation.not_verified_detail = f"`{command}` was not run: {jail.detail}; to enable: {jail.fix}"
+        else:
+            timeout = self.settings.verify_timeout
+            validation.checks.append(await run_verify(self.overlay, command, self.task.cwd, timeout, bwrap=jail.bwrap))
+        return validation
 
     # -- helpers ----------------------------------------------------------------------------
 
@@ -289,15 +308,23 @@ class _Run:
         self.tools = []
         self.messages[-1] = {"role": "user", "content": TEXT_PATCH_REQUEST}
 
-    def _verify_command(self) -> str | None:
-        """The user's own failing command, else the plan's if it is a plain test runner.
-        Either way it runs only in a temporary copy, never on the workspace."""
+    def _verify_command(self) -> tuple[str | None, str]:
+        """The user's own failing command, else the plan's if it is a plain test runner whose
+        arguments stay inside the workspace; or None and why. It runs only in the sandbox."""
         if self.task.command and classify(self.task.command)[0] in (Risk.read_only, Risk.modifies_files):
-            return self.task.command
+            return self.task.command, ""
         plan_command = self.plan.verify_command if self.plan else None
-        if plan_command and self.settings.run_model_verify_commands and is_test_command(plan_command):
-            return plan_command
-        return None
+        if not plan_command:
+            risky = f"`{self.task.command}` is not re-run automatically (risky)" if self.task.command else ""
+            return None, risky or "neither the task nor the plan gave a command"
+        if not self.settings.run_model_verify_commands:
+            return None, f"the plan's `{plan_command}` was not run (run_model_verify_commands is false)"
+        if not is_test_command(plan_command):
+            return None, f"the plan's `{plan_command}` is not an allow-listed test runner"
+        refused = vetting.refusal(plan_command, self.overlay.root, self.task.cwd)
+        if refused:
+            return None, f"the plan's `{plan_command}` was refused: {refused}"
+        return plan_command, ""
 
     async def _input_limit(self) -> int | None:
         """The server's context minus room for the longest answer we ask for."""
@@ -344,6 +371,7 @@ class _Run:
             validation=validation,
             accounting=self.accounting,
             error=None if outcome != "failed" else _validation_report(validation),
+            refused_writes=list(dict.fromkeys(self.overlay.refused)),
         )
 
 
@@ -362,6 +390,8 @@ def _validation_report(validation: Validation) -> str:
         return "Finished (nothing to validate)."
     lines = [f"{'✓' if c.ok else '✗'} {c.name}" + (f"\n{c.detail}" if c.detail and not c.ok else "") for c in validation.checks]
     verdict = "Validation passed." if validation.ok else "Validation FAILED; fix it and call finish again."
+    if validation.not_verified and validation.ok:
+        lines.append(f"(not verified by a command: {validation.not_verified})")
     return "\n".join([verdict, *lines])
 
 

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from qwen_lsp.engine.edits import unified_diff
+from qwen_lsp.engine.protected import ProtectedPath, check_writable
 from qwen_lsp.types import FileChange
 
 BufferReader = Callable[[str], "str | None"]
@@ -26,8 +27,10 @@ class PathOutsideWorkspace(ValueError):
 
 
 class Overlay:
-    def __init__(self, root: Path, read_buffer: BufferReader | None = None) -> None:
+    def __init__(self, root: Path, read_buffer: BufferReader | None = None, protected: tuple[Path, ...] = ()) -> None:
         self.root = root.resolve()
+        self.protected = protected  # more directories the model may not write (qwen-lsp's cache)
+        self.refused: list[str] = []  # protected paths the model tried to write, for the result
         self._read_buffer = read_buffer
         self._written: dict[str, str] = {}
         self.originals: dict[str, str | None] = {}  # None: did not exist when first looked at
@@ -54,6 +57,11 @@ class Overlay:
 
     def write(self, path: str, text: str) -> None:
         rel = self.relpath(path)
+        try:
+            check_writable(self.root, rel, self.protected)
+        except ProtectedPath:
+            self.refused.append(rel)
+            raise
         if rel not in self.originals:
             self.read(rel)
         self._written[rel] = text

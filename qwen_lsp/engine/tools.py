@@ -13,6 +13,7 @@ from qwen_lsp.engine import risk
 from qwen_lsp.engine.edits import EditError, apply_edit
 from qwen_lsp.types import ShellSuggestion
 from qwen_lsp.engine.overlay import Overlay, PathOutsideWorkspace
+from qwen_lsp.engine.protected import ProtectedPath
 
 READ_LIMIT = 400  # lines per read_file call
 SEARCH_LIMIT = 50  # matches per search_code call
@@ -70,6 +71,8 @@ class ToolBox:
             return f"Error: wrong arguments for {name}: {exc}"
         except PathOutsideWorkspace as exc:
             return f"Error: {exc}. Only files inside the workspace can be read or changed."
+        except ProtectedPath as exc:
+            return f"Error: {exc}"
 
     def _read_file(self, path: str, start_line: int | None = None, end_line: int | None = None) -> str:
         text = self.overlay.read(path)

@@ -1,5 +1,6 @@
 """Validation of an overlay: changed files still parse (tree-sitter: no new ERROR
-nodes) and the verify command passes in a temporary copy of the workspace."""
+nodes) and the verify command passes in a temporary copy of the workspace, inside
+the sandbox (engine/sandbox.py); without a sandbox the command does not run at all."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from tree_sitter import Parser
 from tree_sitter_language_pack import get_parser
 
 from qwen_lsp.types import CheckOutcome, FileChange
+from qwen_lsp.engine import sandbox
 from qwen_lsp.engine.overlay import Overlay
 
 LANGUAGE_BY_SUFFIX = {
@@ -68,24 +70,26 @@ def check_parse(changes: list[FileChange]) -> list[CheckOutcome]:
     return outcomes
 
 
-async def run_verify(overlay: Overlay, command: str, cwd: str | None, timeout: float) -> CheckOutcome:
-    """Run `command` in a temporary copy of the workspace with the overlay applied."""
+async def run_verify(
+    overlay: Overlay, command: str, cwd: str | None, timeout: float, *, bwrap: str
+) -> CheckOutcome:
+    """Run `command` in the sandbox, on a temporary copy of the workspace with the overlay applied."""
     with tempfile.TemporaryDirectory(prefix="qwen-verify-") as tmp:
-        sandbox = overlay.materialize(Path(tmp) / "ws")
-        workdir = sandbox / cwd if cwd else sandbox
-        proc = await asyncio.create_subprocess_shell(
-            command,
-            cwd=workdir if workdir.is_dir() else sandbox,
+        copy = overlay.materialize(Path(tmp) / "ws")
+        workdir = copy / cwd if cwd and (copy / cwd).is_dir() else copy
+        jail = sandbox.build(bwrap, command, scratch=Path(tmp), workdir=workdir, workspace=overlay.root)
+        proc = await asyncio.create_subprocess_exec(
+            *jail.argv,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
             stdin=asyncio.subprocess.DEVNULL,
             start_new_session=True,  # so a timeout can kill the whole process group
-            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+            env=jail.env,
         )
         try:
             out, _ = await asyncio.wait_for(proc.communicate(), timeout)
         except (TimeoutError, asyncio.CancelledError) as exc:
-            _kill_group(proc)
+            _kill_group(proc)  # bwrap's PID namespace takes everything it started with it
             await proc.wait()
             if isinstance(exc, asyncio.CancelledError):
                 raise

@@ -222,6 +222,10 @@ def validation_summary(validation: Validation) -> str:
         failed = [c.name.split(":", 1)[1].strip() for c in parses if not c.ok]
         parts.append("✗ parses: " + ", ".join(failed) if failed else "✓ parses")
     parts += [f"{'✓' if c.ok else '✗'} {c.name}" for c in validation.checks if not c.name.startswith("parses:")]
+    if validation.not_verified:
+        parts.append(f"not verified: {validation.not_verified}")
+    if validation.runs_during_verification:
+        parts.append("⚠ runs during verification: " + ", ".join(r.split(" (")[0] for r in validation.runs_during_verification))
     return ", ".join(parts) if parts else "not validated"
 
 
@@ -229,7 +233,8 @@ def fix_title(problem: str, result: FixResult) -> str:
     """The resolved action's title: what it fixes and what was validated."""
     what = f"Fix {short_problem(problem)}"
     if result.changes:
-        return f"{what} ({validation_summary(result.validation)})"
+        refused = f"; refused: {', '.join(result.refused_writes)}" if result.refused_writes else ""
+        return f"{what} ({validation_summary(result.validation)}{refused})"
     if result.suggestions:
         s = result.suggestions[0]
         return f"Run `{s.command}` ({s.risk.value})"

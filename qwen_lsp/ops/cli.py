@@ -41,7 +41,7 @@ def _model_command(args: argparse.Namespace) -> int:
 
 
 def add_doctor(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("doctor", help="check the model server: reachable, thinking, tools, caching, tokenizer")
+    p = sub.add_parser("doctor", help="check the model server (reachable, thinking, tools, caching, tokenizer) and the sandbox")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--base-url", help="model server URL (default: settings)")
     p.set_defaults(handler=_doctor)

@@ -1,6 +1,7 @@
-"""`qwen-lsp doctor`: is the model server set up the way qwen-lsp needs it?
+"""`qwen-lsp doctor`: is the model server set up the way qwen-lsp needs it, and can
+verification commands run sandboxed here?
 
-Each check is a tiny real request; each answers ✓ or ✗ with the fix.
+Each check is a tiny real request (or a real sandbox start); each answers ✓ or ✗ with the fix.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Awaitable, Callable
 
 from pydantic import BaseModel
 
+from qwen_lsp.engine import sandbox
 from qwen_lsp.llm.client import ModelClient, ModelServerError, ReasoningExhausted, ToolsUnsupported, VLLM_HINT
 from qwen_lsp.llm.parsing import loads_loose
 from qwen_lsp.settings import Settings
@@ -50,12 +52,12 @@ def _user(text: str) -> list[dict]:
 
 async def run_doctor(settings: Settings) -> list[Check]:
     client = ModelClient(settings.model_copy(update={"max_retries": 0}))
-    checks: list[Check] = []
+    checks: list[Check] = [await asyncio.to_thread(sandbox_check, settings)]
     try:
         try:
             info = await client.info()
         except ModelServerError as exc:
-            return [Check(name="server reachable", ok=False, detail=str(exc), fix=VLLM_HINT)]
+            return [*checks, Check(name="server reachable", ok=False, detail=str(exc), fix=VLLM_HINT)]
         checks.append(Check(name="server reachable", ok=True, detail=settings.base_url))
         long_enough = (info.max_model_len or 0) >= 32_768
         checks.append(
@@ -72,6 +74,19 @@ async def run_doctor(settings: Settings) -> list[Check]:
     finally:
         await client.close()
     return checks
+
+
+def sandbox_check(settings: Settings) -> Check:
+    """Whether fixes can be verified: commands run only inside bubblewrap, never without it."""
+    jail = sandbox.status()
+    if not settings.verify:
+        return Check(name="sandbox for verification", ok=jail.available,
+                     detail=f"verification is off (verify = false); {jail.detail}", fix=jail.fix)
+    if jail.available:
+        return Check(name="sandbox for verification", ok=True, detail=jail.detail)
+    return Check(name="sandbox for verification", ok=False,
+                 detail=f"{jail.detail}: fixes are shown as 'not verified: no sandbox' and nothing runs before you apply",
+                 fix=jail.fix)
 
 
 async def _guard(probe: Callable[[ModelClient], Awaitable[list[Check]]], client: ModelClient) -> list[Check]:

@@ -1,0 +1,71 @@
+"""Paths the model may never create, edit or delete, because something runs them
+without the user looking: git hooks and config (`core.fsmonitor` runs on `git status`),
+virtualenvs and installed packages (a `.pth` file runs on every start of Python),
+bytecode caches, and qwen-lsp's own cache (a poisoned cached plan).
+
+One check, used by the overlay (the tool answers the model with the reason) and by
+`apply_changes` (a second line before anything is written).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path, PurePosixPath
+
+_DIRS = {
+    ".git": "git's own data (config and hooks run commands)",
+    ".hg": "Mercurial's own data (hgrc hooks run commands)",
+    ".svn": "Subversion's own data",
+    ".jj": "Jujutsu's own data",
+    "node_modules": "installed packages",
+    "site-packages": "installed packages",
+    "dist-packages": "installed packages",
+    "__pycache__": "compiled bytecode Python would run",
+}
+_SUFFIXES = {".pth": "a .pth file runs code on every start of Python", ".pyc": "compiled bytecode Python would run"}
+
+
+class ProtectedPath(ValueError):
+    pass
+
+
+def protected_reason(root: Path, rel: str, extra: Iterable[Path] = ()) -> str | None:
+    """Why the workspace-relative `rel` is off limits, or None. `extra`: more protected directories."""
+    parts = PurePosixPath(rel).parts
+    for part in parts:
+        why = _DIRS.get(part.lower())  # .GIT is .git on a case-insensitive filesystem
+        if why:
+            return f"{rel} is inside {part}/ ({why})"
+    suffix = PurePosixPath(rel).suffix.lower()
+    if suffix in _SUFFIXES:
+        return f"{rel}: {_SUFFIXES[suffix]}"
+    if parts and parts[-1] == "pyvenv.cfg":
+        return f"{rel} would make its directory a virtualenv"
+    for depth in range(1, len(parts)):
+        venv = root.joinpath(*parts[:depth])
+        if (venv / "pyvenv.cfg").is_file():
+            return f"{rel} is inside the virtualenv {PurePosixPath(*parts[:depth])}/"
+    target = (root / rel).resolve()
+    for directory in extra:
+        directory = directory.resolve()
+        if target == directory or directory in target.parents:
+            return f"{rel} is inside qwen-lsp's cache directory"
+    return None
+
+
+def check_writable(root: Path, rel: str, extra: Iterable[Path] = ()) -> None:
+    """Raise ProtectedPath (with a message the model can act on) if `rel` is protected."""
+    why = protected_reason(root, rel, extra)
+    if why:
+        raise ProtectedPath(
+            f"{why}. It is protected: qwen-lsp never changes it. Change the project's own source files "
+            "instead; if this file really must change, say so in finish's summary and the user will do it."
+        )
+
+
+def refuse_protected(root: Path, paths: Iterable[str]) -> None:
+    """Raise ProtectedPath if any of `paths` is protected (the last line before writing)."""
+    for rel in paths:
+        why = protected_reason(root, rel)
+        if why:
+            raise ProtectedPath(f"refused to write {why}; nothing was written")
