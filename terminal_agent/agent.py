@@ -30,6 +30,7 @@ from qwen_lsp.types import FileChange, FixResult, Risk, Task
 from qwen_lsp.wire import TerminalOutput
 from qwen_lsp.engine.risk import classify
 from qwen_lsp.engine.risk import suggestion as labelled
+from qwen_lsp.sanitize import json_safe
 from qwen_lsp.settings import Settings, load_settings
 from qwen_lsp.sidechannel import notify_running_server
 
@@ -212,7 +213,7 @@ def run(opts: Options, ran: tuple[list[str], Finished] | None = None) -> int:
         ui.fail(f"cancelled: {kept}")
         report.outcome, report.exit_status = "cancelled", 130
     if opts.json:
-        print(report.model_dump_json(indent=2))
+        print(json_safe(report.model_dump_json(indent=2)))  # same data; no raw control characters
     return report.exit_status
 
 

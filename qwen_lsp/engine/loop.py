@@ -29,6 +29,7 @@ from qwen_lsp.types import Accounting, CachedState, FixResult, Plan, Risk, Task,
 from qwen_lsp.engine.overlay import BufferReader, Overlay, PathOutsideWorkspace
 from qwen_lsp.llm.parsing import loads_loose, parse_edit_blocks
 from qwen_lsp.engine.risk import classify, is_test_command
+from qwen_lsp.sanitize import visible
 from qwen_lsp.settings import Settings
 from qwen_lsp.engine.tools import TOOLS, ToolBox
 from qwen_lsp.engine.validate import check_parse, run_verify
@@ -329,13 +330,13 @@ class _Run:
         return FixResult(
             task=self.task,
             outcome=outcome,  # type: ignore[arg-type]
-            summary=summary,
+            summary=visible(summary),  # model text, shown by every front end: no hidden characters
             plan=self.plan,
             changes=changes if outcome != "failed" else [],
             suggestions=self.toolbox.suggestions,
             validation=validation,
             accounting=self.accounting,
-            error=None if outcome != "failed" else _validation_report(validation),
+            error=None if outcome != "failed" else visible(_validation_report(validation)),
         )
 
 

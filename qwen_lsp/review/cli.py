@@ -23,6 +23,7 @@ from urllib.parse import quote
 from qwen_lsp import __version__
 from qwen_lsp.engine.cache import StateCache
 from qwen_lsp.llm.client import ModelClient
+from qwen_lsp.sanitize import json_safe, visible
 from qwen_lsp.review.engine import SEVERITY_ORDER, DiffError, Finding, ReviewResult, parse_diff, review_diff
 from qwen_lsp.settings import Settings, load_settings
 
@@ -108,7 +109,8 @@ def unavailable_warning(result: ReviewResult, on_unavailable: str) -> str:
     )
     bar = "!" * 72
     return "\n".join(
-        [bar, f"{TOOL}: WARNING: the staged change was NOT reviewed.", f"{TOOL}: {result.error}", f"{TOOL}: {verdict}", bar]
+        [bar, f"{TOOL}: WARNING: the staged change was NOT reviewed.", f"{TOOL}: {visible(result.error or '')}",
+         f"{TOOL}: {verdict}", bar]
     )
 
 
@@ -133,7 +135,7 @@ def format_text(result: ReviewResult, reader: IndexReader, fail_on: str) -> str:
                 out.append("    suggestion: " + f.suggestion.replace("\n", "\n                "))
         out.append("")
     out.append(summary(result, fail_on))
-    return "\n".join(out)
+    return visible("\n".join(out))  # model text and staged code: shown, never obeyed by the terminal
 
 
 def summary(result: ReviewResult, fail_on: str) -> str:
@@ -350,11 +352,11 @@ async def run_review(diff: str, root: Path, settings: Settings, args: argparse.N
 
 def report(result: ReviewResult, reader: IndexReader, root: Path, args: argparse.Namespace) -> str:
     if args.format == "json":
-        return format_json(result) + "\n"
+        return json_safe(format_json(result)) + "\n"
     if args.format == "rdjsonl":
-        return format_rdjsonl(result, reader)
+        return json_safe(format_rdjsonl(result, reader))
     if args.format == "sarif":
-        return format_sarif(result, reader, root)
+        return json_safe(format_sarif(result, reader, root))
     return format_text(result, reader, args.fail_on) + "\n" if result.reviewed else ""
 
 

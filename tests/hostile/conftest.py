@@ -1,0 +1,4 @@
+"""Hostile model answers and hostile workspaces: fixtures shared with the qfix and review tests."""
+
+from tests.qfix.conftest import qfix_env, repo  # noqa: F401
+from tests.review.conftest import calc_repo, isolated_git, review_env  # noqa: F401
