@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from qwen_lsp.apply import StaleFile, apply_changes
+from qwen_lsp.apply import ApplyError, RollbackFailed, apply_changes
 from qwen_lsp.llm.client import ModelServerError
 from qwen_lsp.engine.loop import Engine
 from qwen_lsp.types import FileChange, FixResult, Risk, Task
@@ -87,7 +87,10 @@ def fix(failure: Failure, opts: Options, ui: UI, report: QfixReport) -> int:
     if choice == "apply":
         try:
             apply_with_undo(failure, result.changes)
-        except StaleFile as exc:
+        except RollbackFailed as exc:
+            ui.fail(f"{exc}; `qfix --undo` restores the files from the saved copy")
+            return 1
+        except ApplyError as exc:
             ui.fail(f"not applied: {exc}")
             return 1
         report.applied = True
@@ -163,12 +166,18 @@ def ask_for_command(result: FixResult, opts: Options, ui: UI) -> str | None:
 
 
 def apply_with_undo(failure: Failure, changes: list[FileChange]) -> None:
-    """The undo entry is saved first: a fix on disk can always be taken back."""
-    entry = undo.remember(failure.workspace, failure.command, changes)
+    """The undo entry is saved once every change is checked and staged, before the first
+    file is replaced: a fix on disk can always be taken back. A failed apply is rolled back,
+    and then the entry goes too, unless some file could not be put back."""
+    saved: list[Path] = []
     try:
-        apply_changes(failure.workspace, changes)
+        apply_changes(failure.workspace, changes,
+                      before_rename=lambda: saved.append(undo.remember(failure.workspace, failure.command, changes)))
+    except RollbackFailed:
+        raise  # the entry stays: `qfix --undo` restores what is left
     except BaseException:
-        entry.unlink()
+        for entry in saved:
+            entry.unlink(missing_ok=True)
         raise
 
 
@@ -212,6 +221,11 @@ def run(opts: Options, ran: tuple[list[str], Finished] | None = None) -> int:
         kept = "the applied fix stays (`qfix --undo` reverts it)" if report.applied else "nothing was changed"
         ui.fail(f"cancelled: {kept}")
         report.outcome, report.exit_status = "cancelled", 130
+    except Exception as exc:  # noqa: BLE001 - whatever failed, the user gets one line and --json its report
+        kept = "the applied fix stays (`qfix --undo` reverts it)" if report.applied else "nothing was changed"
+        report.error = " ".join(f"{type(exc).__name__}: {exc}".split())
+        print(f"qfix: internal error, {kept}: {report.error}", file=sys.stderr)
+        report.outcome, report.exit_status = "error", 2
     if opts.json:
         print(json_safe(report.model_dump_json(indent=2)))  # same data; no raw control characters
     return report.exit_status
