@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pathspec
 
+from qwen_lsp.files import inside
 from qwen_lsp.context.treesitter import CONTAINER_KINDS, Definition, definitions, language_for, parse, references
 from qwen_lsp.llm.tokens import count_tokens
 
@@ -165,6 +166,8 @@ def build_index(workspace: Path, *, cache_dir: Path | None = None, files: Iterab
 
 
 def _file_tags(workspace: Path, rel: str, key: str, cache) -> FileTags | None:
+    if inside(workspace, rel) != rel:
+        return None  # a symlink: out of the workspace, or a second name for a file already mapped
     if cache is not None:
         try:
             raw = cache.get(key)
