@@ -80,3 +80,16 @@ def name_problem(relpath: str) -> str | None:
     if relpath.endswith("/") or relpath.rstrip("/").split("/")[-1] in {"", "."}:
         return "a file needs a name, not a folder"
     return None
+
+
+def folder_problem(path: Path) -> str | None:
+    """Why `path` cannot be (or become) a folder: it, or a folder it would be created in, is a file."""
+    for candidate in (path, *path.parents):
+        try:
+            if candidate.is_dir():
+                return None
+            if candidate.exists():
+                return f"{candidate} is a file, not a folder"
+        except OSError as exc:  # permission denied on the way, a name too long
+            return f"{candidate} cannot be used ({exc.strerror or exc})"
+    return None

@@ -10,13 +10,15 @@ from pathlib import Path
 from typing import Any
 
 from platformdirs import user_cache_dir
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     PyprojectTomlConfigSettingsSource,
     SettingsConfigDict,
 )
+
+from qwen_lsp.files import folder_problem
 
 
 class SamplingPreset(BaseModel):
@@ -82,6 +84,13 @@ class Settings(BaseSettings):
 
     session_id: str | None = None  # sent as x-session-id / user for session-affinity routers
 
+    @field_validator("cache_dir")
+    @classmethod
+    def _cache_dir_is_a_folder(cls, path: Path) -> Path:
+        if (problem := folder_problem(Path(path).expanduser())) is not None:
+            raise ValueError(f"{problem}: point cache_dir (QWEN_LSP_CACHE_DIR) at a folder")
+        return path
+
     @classmethod
     def settings_customise_sources(
         cls,
@@ -120,3 +129,11 @@ def _clean(overrides: dict[str, Any]) -> dict[str, Any]:
         snake = "".join("_" + c.lower() if c.isupper() else c for c in key)
         out[snake] = _clean(value) if isinstance(value, dict) else value
     return out
+
+
+def describe_invalid(exc: ValidationError) -> str:
+    """A settings ValidationError as one line for a terminal: "cache_dir: /x is a file, ..."."""
+    return "; ".join(
+        f"{'.'.join(str(p) for p in e['loc'])}: {e['msg'].removeprefix('Value error, ')}"
+        for e in exc.errors(include_url=False, include_input=False)
+    )

@@ -23,6 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from qwen_lsp.apply import ApplyError, RollbackFailed, apply_changes
 from qwen_lsp.llm.client import ModelServerError
 from qwen_lsp.engine.loop import Engine
@@ -31,7 +33,7 @@ from qwen_lsp.wire import TerminalOutput
 from qwen_lsp.engine.risk import classify
 from qwen_lsp.engine.risk import suggestion as labelled
 from qwen_lsp.sanitize import json_safe
-from qwen_lsp.settings import Settings, load_settings
+from qwen_lsp.settings import Settings, describe_invalid, load_settings
 from qwen_lsp.sidechannel import notify_running_server
 
 from terminal_agent import undo
@@ -215,6 +217,10 @@ def run(opts: Options, ran: tuple[list[str], Finished] | None = None) -> int:
             report.exit_status = fix(failure, opts, ui, report)
     except ModelServerError as exc:
         report.error = " ".join(str(exc).split())  # ONE line: what failed and how to fix it
+        print(f"qfix: {report.error}", file=sys.stderr)
+        report.outcome, report.exit_status = "error", 2
+    except ValidationError as exc:  # the user's own settings: say which value, and why
+        report.error = f"invalid settings: {describe_invalid(exc)}"
         print(f"qfix: {report.error}", file=sys.stderr)
         report.outcome, report.exit_status = "error", 2
     except KeyboardInterrupt:

@@ -20,12 +20,14 @@ from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import quote
 
+from pydantic import ValidationError
+
 from qwen_lsp import __version__
 from qwen_lsp.engine.cache import StateCache
 from qwen_lsp.llm.client import ModelClient
 from qwen_lsp.sanitize import json_safe, visible
 from qwen_lsp.review.engine import SEVERITY_ORDER, DiffError, Finding, ReviewResult, parse_diff, review_diff
-from qwen_lsp.settings import Settings, load_settings
+from qwen_lsp.settings import Settings, describe_invalid, load_settings
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_UNAVAILABLE = 0, 1, 2, 3
 TOOL = "qwen-review"
@@ -387,7 +389,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{TOOL}: nothing staged to review.", file=sys.stderr)
     else:
         deadline = args.timeout or (DEFAULT_THINK_TIMEOUT if args.think else DEFAULT_TIMEOUT)
-        settings = hook_settings(root, args, deadline)
+        try:
+            settings = hook_settings(root, args, deadline)
+        except ValidationError as exc:
+            print(f"{TOOL}: invalid settings: {describe_invalid(exc)}", file=sys.stderr)
+            return EXIT_USAGE
         try:
             files = [f for f in parse_diff(diff) if f.reviewable]
         except DiffError:
