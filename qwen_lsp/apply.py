@@ -147,6 +147,9 @@ def _check(root: Path, writes: list[Write]) -> list[_Staged]:
         except OSError as exc:
             problems.append(f"{w.path}: cannot be read ({exc.strerror})")
             continue
+        if before is not None and w.text is not None and not _is_utf8(before):
+            problems.append(f"{w.path} is not UTF-8 text: it is never rewritten in another encoding")
+            continue
         if (before.decode("utf-8", "surrogateescape") if before is not None else None) != w.expected:
             stale.append(w.path)
         staged.append(_Staged(w, target, before, mode))
@@ -241,6 +244,14 @@ def _read_bytes(path: Path) -> bytes | None:
         return path.read_bytes()
     except (FileNotFoundError, NotADirectoryError):
         return None
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _read(path: Path) -> str | None:

@@ -26,7 +26,7 @@ from qwen_lsp.engine.cache import StateCache, content_hash, normalize_output, ta
 from qwen_lsp.llm.client import Completion, ModelClient, ReasoningExhausted, ToolsUnsupported
 from qwen_lsp.engine.edits import EditError, apply_edit
 from qwen_lsp.types import Accounting, CachedState, FixResult, Plan, Risk, Task, TaskKind, Validation
-from qwen_lsp.engine.overlay import BufferReader, Overlay, PathOutsideWorkspace
+from qwen_lsp.engine.overlay import BufferReader, Overlay, PathOutsideWorkspace, UnwritablePath
 from qwen_lsp.llm.parsing import loads_loose, parse_edit_blocks
 from qwen_lsp.engine.risk import classify, is_test_command
 from qwen_lsp.sanitize import visible
@@ -230,7 +230,7 @@ class _Run:
                     errors.append(f"{block.path}: no such file")
                     continue
                 self.overlay.write(block.path, apply_edit(text, block.old, block.new, path=block.path).text)
-            except (EditError, PathOutsideWorkspace) as exc:
+            except (EditError, PathOutsideWorkspace, UnwritablePath) as exc:
                 errors.append(f"{block.path}: {exc}")
         validation = await self._validate()
         if not errors and validation.ok:

@@ -110,7 +110,7 @@ class ToolBox:
         end = min(len(lines), end_line or start + READ_LIMIT - 1, start + READ_LIMIT - 1)
         body = "\n".join(f"{n}|{lines[n - 1]}" for n in range(start, end + 1))
         more = f"\n[{len(lines) - end} more lines; read from line {end + 1}]" if end < len(lines) else ""
-        return f"{self.overlay.relpath(path)} (lines {start}-{end} of {len(lines)}):\n{body}{more}{note}"
+        return f"{rel} (lines {start}-{end} of {len(lines)}):\n{body}{more}{note}"
 
     def _search_code(self, pattern: str, glob: str | None = None) -> str:
         try:

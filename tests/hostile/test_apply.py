@@ -114,3 +114,12 @@ def test_qfix_creating_zz_then_zz_y_writes_one_file_keeps_its_undo_and_reports(r
     assert (repo / "zz").read_text() == "first\n" and (repo / "script.py").read_text() == FIXED
     undone = subprocess.run([QFIX, "--undo"], cwd=repo, env=qfix_env, capture_output=True, text=True, timeout=60)
     assert undone.returncode == 0 and not (repo / "zz").exists() and (repo / "script.py").read_text() == BUGGY
+
+
+def test_a_file_that_is_not_utf8_is_never_rewritten(ws):
+    (ws / "l1.py").write_bytes("x = 'café'\n".encode("latin-1"))
+    before = tree(ws)
+    shown = (ws / "l1.py").read_bytes().decode("utf-8", "replace")  # what a model would have seen
+    with pytest.raises(UnsafeChange, match="l1.py is not UTF-8 text"):
+        apply_changes(ws, [edit("l1.py", shown, shown.replace("x", "y"))])
+    assert tree(ws) == before
