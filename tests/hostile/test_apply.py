@@ -69,14 +69,7 @@ def test_a_change_that_cannot_be_written_is_refused_before_anything_is_written(w
 
 def test_a_failure_at_the_second_rename_puts_everything_back(ws, monkeypatch):
     before = tree(ws)
-    real_replace = os.replace
-
-    def failing_replace(src, dst):
-        if Path(dst).name == "b.py" and str(src).endswith(".qwen-tmp") and "b.py" in str(src):
-            raise OSError(28, "No space left on device")
-        return real_replace(src, dst)
-
-    monkeypatch.setattr(apply.os, "replace", failing_replace)
+    _fail_replacing(monkeypatch, lambda name, before: name == "b.py")
     changes = [edit("a.py", "a = 1\n", "a = 2\n"), edit("b.py", "b = 1\r\n", "b = 2\r\n"), new("new/dir/c.py", "c\n")]
     with pytest.raises(ApplyError, match="nothing was changed"):
         apply_changes(ws, changes)
@@ -123,3 +116,42 @@ def test_a_file_that_is_not_utf8_is_never_rewritten(ws):
     with pytest.raises(UnsafeChange, match="l1.py is not UTF-8 text"):
         apply_changes(ws, [edit("l1.py", shown, shown.replace("x", "y"))])
     assert tree(ws) == before
+
+
+
+def _fail_replacing(monkeypatch, fails) -> None:
+    """os.replace fails (a full disk) when `fails(name, times_seen_before)` says so."""
+    real_replace = os.replace
+    seen: dict[str, int] = {}
+
+    def replace(src, dst):
+        name = Path(dst).name
+        seen[name] = seen.get(name, 0) + 1
+        if fails(name, seen[name] - 1):
+            raise OSError(28, "No space left on device")
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(apply.os, "replace", replace)
+
+
+def test_qfix_keeps_no_undo_entry_for_a_rolled_back_fix_but_keeps_it_when_rollback_fails(ws, monkeypatch, tmp_path):
+    from terminal_agent import agent
+
+    monkeypatch.setenv("QFIX_STATE_DIR", str(tmp_path / "state"))
+    failure = agent.Failure(command="python a.py", exit_code=1, output="", cwd=ws, workspace=ws)
+    changes = [edit("a.py", "a = 1\n", "a = 2\n"), edit("b.py", "b = 1\r\n", "b = 2\r\n")]
+
+    def entries() -> list[Path]:
+        return list((tmp_path / "state").glob("undo/*/*.json"))
+
+    _fail_replacing(monkeypatch, lambda name, before: name == "b.py")  # a.py replaced, then put back
+    with pytest.raises(ApplyError, match="nothing was changed"):
+        agent.apply_with_undo(failure, changes)
+    assert entries() == [] and (ws / "a.py").read_text() == "a = 1\n"
+
+    # ...and now a.py cannot be put back either (its second replace fails too).
+    _fail_replacing(monkeypatch, lambda name, before: name == "b.py" or (name == "a.py" and before > 0))
+    with pytest.raises(apply.RollbackFailed, match="could not be put back: a.py"):
+        agent.apply_with_undo(failure, changes)
+    (entry,) = entries()  # kept: `qfix --undo` can still restore a.py from it
+    assert json.loads(entry.read_text())["files"][0]["before"] == "a = 1\n"
