@@ -26,6 +26,12 @@ _KEPT = {"\n", "\t"}
 _TRAILING_BLANKS = re.compile(r"[ \t]+$")
 
 
+def _plain(text: str) -> bool:
+    """Nothing to replace (the common case, checked in C): isprintable() is False for every
+    hidden category, and also for a few harmless ones (no-break space), which take the slow path."""
+    return text.replace("\n", "").replace("\t", "").isprintable()
+
+
 def stand_in(char: str) -> str | None:
     """The visible replacement of `char`, or None when it displays as itself."""
     if char in _KEPT or unicodedata.category(char) not in _HIDDEN_CATEGORIES:
@@ -42,18 +48,23 @@ def stand_in(char: str) -> str | None:
 
 def parts(text: str) -> Iterator[tuple[str, bool]]:
     """`text` as runs of (displayed text, replaced?), so a caller can highlight the replacements."""
-    run: list[str] = []
-    for char in text:
-        shown = stand_in(char)
-        if shown is None:
-            run.append(char)
+    for line in text.splitlines(keepends=True) if not _plain(text) else [text]:
+        if _plain(line):  # most lines of a mostly clean text
+            if line:
+                yield line, False
             continue
+        run: list[str] = []
+        for char in line:
+            shown = stand_in(char)
+            if shown is None:
+                run.append(char)
+                continue
+            if run:
+                yield "".join(run), False
+                run = []
+            yield shown, True
         if run:
             yield "".join(run), False
-            run = []
-        yield shown, True
-    if run:
-        yield "".join(run), False
 
 
 def visible(text: str) -> str:
@@ -93,6 +104,8 @@ def diff_lines(diff: str) -> Iterator[tuple[str, list[tuple[str, bool]]]]:
 def json_safe(json_text: str) -> str:
     """JSON text with every hidden character inside its strings written as a \\u escape:
     the same data, safe to print to a terminal (JSON encoders leave C1 and bidi characters raw)."""
+    if _plain(json_text):
+        return json_text
     return "".join(_json_escape(c) if c not in _KEPT and stand_in(c) is not None else c for c in json_text)
 
 
