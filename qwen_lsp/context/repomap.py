@@ -131,7 +131,12 @@ def build_index(workspace: Path, *, cache_dir: Path | None = None, files: Iterab
     disk cache; an unchanged workspace comes back whole from one cache entry."""
     workspace = Path(workspace)
     entries: list[tuple[str, int, int]] = []
-    for rel in files if files is not None else list_files(workspace):
+    listed = files is None
+    for rel in list_files(workspace) if listed else files:
+        # The workspace rule (files.inside), cheaply for walked files: the walk never enters a
+        # linked folder, so only a linked file can lead out of the workspace (or be a second name).
+        if os.path.islink(workspace / rel) if listed else inside(workspace, rel) != rel:
+            continue
         try:
             st = (workspace / rel).stat()
         except OSError:
@@ -166,8 +171,6 @@ def build_index(workspace: Path, *, cache_dir: Path | None = None, files: Iterab
 
 
 def _file_tags(workspace: Path, rel: str, key: str, cache) -> FileTags | None:
-    if inside(workspace, rel) != rel:
-        return None  # a symlink: out of the workspace, or a second name for a file already mapped
     if cache is not None:
         try:
             raw = cache.get(key)

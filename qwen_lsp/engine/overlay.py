@@ -132,9 +132,8 @@ class Overlay:
         for dirpath, dirnames, filenames in os.walk(self.root):
             dirnames[:] = [d for d in dirnames if d not in SANDBOX_SKIP and not d.startswith(".")]
             for name in filenames:
-                rel = (Path(dirpath) / name).relative_to(self.root).as_posix()
-                if inside(self.root, rel) == rel:  # a symlink (outside, or a second name): not listed
-                    out.append(rel)
+                if not os.path.islink(os.path.join(dirpath, name)):  # a link leads outside, or is a second name
+                    out.append((Path(dirpath) / name).relative_to(self.root).as_posix())
         out.extend(rel for rel in self._written if rel not in out)
         return sorted(out)
 
