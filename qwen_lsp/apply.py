@@ -116,23 +116,24 @@ def _check(root: Path, writes: list[Write]) -> list[_Staged]:
     problems: list[str] = []
     stale: list[str] = []
     staged: list[_Staged] = []
-    paths = {w.path for w in writes}
-    if len(paths) != len(writes):
+    if len({w.path for w in writes}) != len(writes):
         problems.append("the same file is changed twice")
+    written = {w.path for w in writes if w.text is not None}
     for w in writes:
         rel = inside(root, w.path) if not name_problem(w.path) else None
         if rel is None or rel == "." or rel != Path(w.path).as_posix():
             problems.append(f"{w.path}: {name_problem(w.path) or 'not a file inside the workspace'}")
             continue
-        if w.text is not None and any(p in paths for p in _parents(rel)):
-            problems.append(f"{w.path}: another change makes {next(p for p in _parents(rel) if p in paths)} a file")
+        clash = next((p for p in _parents(rel) if p in written), None)
+        if w.text is not None and clash is not None:
+            problems.append(f"{w.path}: another change makes {clash} a file")
             continue
         target = root / rel
         blocked = next((p for p in _parents(rel) if (root / p).exists() and not (root / p).is_dir()), None)
         if blocked is not None:
             problems.append(f"{w.path}: {blocked} is a file, not a folder")
             continue
-        if target.is_dir() and not target.is_symlink():
+        if target.is_dir():
             problems.append(f"{w.path} is a folder")
             continue
         if w.text is not None:
