@@ -12,7 +12,7 @@ import pytest
 from lsprotocol import types
 
 from qwen_lsp.review import cli as review_cli
-from tests.lsp.conftest import cache_dir, client_config, lsp, open_doc, project  # noqa: F401
+from tests.lsp.conftest import open_doc
 from tests.qfix.conftest import BUGGY, QFIX
 from tests.vllm_double import Reply
 

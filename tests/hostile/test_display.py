@@ -16,6 +16,7 @@ from qwen_lsp.lsp import convert
 from qwen_lsp.review import cli as review_cli
 from qwen_lsp.sanitize import diff_lines, json_safe, visible
 from qwen_lsp.types import FileChange, FixResult, Risk, ShellSuggestion, Task, TaskKind, Validation
+from tests.lsp.conftest import code_actions, open_doc
 from tests.qfix.conftest import BUGGY, PLAN, QFIX
 from tests.review.conftest import bug_finding, findings_reply
 from tests.vllm_double import Reply
@@ -108,3 +109,15 @@ def test_lsp_titles_and_messages_carry_no_hidden_characters():
     (diag,) = convert.findings_to_diagnostics([Finding()], "a.py", "x = 1\n")
     assert diag.message == "msg␛[31m\nSuggestion: fix\\u2066" and diag.code == "bug␛"
     assert isinstance(diag, types.Diagnostic)
+
+
+async def test_a_fix_the_editor_shows_carries_the_models_words_visibly(lsp, vllm, project):
+    uri = open_doc(lsp, project, "calc.py")
+    diagnostic = types.Diagnostic(range=types.Range(types.Position(1, 4), types.Position(1, 17)), message="wrong op")
+    (fix, *_) = await code_actions(lsp, uri, [diagnostic])
+    vllm.script(
+        Reply(reasoning="r", content=json.dumps(PLAN)),
+        Reply(tool_calls=[("finish", {"summary": "nothing\x1b[2K to \u202edo"})]),
+    )
+    resolved = await lsp.code_action_resolve_async(fix)
+    assert resolved.edit is None and resolved.disabled.reason == "nothing␛[2K to \\u202edo"
