@@ -88,3 +88,21 @@ def test_qfix_survives_hostile_tool_calls_fixes_the_bug_and_reports_json(repo, q
     assert len(answers) == 4 and all(a.startswith("Error: wrong arguments") for a in answers)
     assert sorted(p.name for p in repo.iterdir() if p.name != ".git") == ["script.py"]
     assert (repo / "script.py").read_text() == FIXED
+
+
+def test_an_unexpected_failure_ends_in_one_line_and_the_json_report(tmp_path: Path, monkeypatch, capsys):
+    from terminal_agent import agent
+    from terminal_agent.pty_run import Finished
+
+    async def broken(*_args, **_kwargs):
+        raise RuntimeError("a bug of ours\nspanning lines")
+
+    monkeypatch.setattr(agent, "think", broken)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("QWEN_LSP_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("QFIX_STATE_DIR", str(tmp_path / "state"))
+    code = agent.run(agent.Options(json=True, dry_run=True), (["python", "x.py"], Finished(exit_code=1, output="oops")))
+    out, err = capsys.readouterr()
+    report = json.loads(out)
+    assert code == 2 and report["outcome"] == "error" and report["error"] == "RuntimeError: a bug of ours spanning lines"
+    assert err == "qfix: internal error, nothing was changed: RuntimeError: a bug of ours spanning lines\n"
