@@ -15,8 +15,11 @@ import os
 import sys
 from collections.abc import Callable
 
+from pydantic import ValidationError
+
 from qwen_lsp import __version__
 from qwen_lsp.ops import cli as ops_cli
+from qwen_lsp.settings import describe_invalid
 
 TCP_HOST = "127.0.0.1"  # never listen beyond this machine: the server reads and edits the workspace
 
@@ -66,7 +69,11 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(stream=sys.stderr, level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     handler: Handler = args.handler
-    return handler(args)
+    try:
+        return handler(args)
+    except ValidationError as exc:  # doctor, stats: the user's settings, named in one line
+        print(f"qwen-lsp: invalid settings: {describe_invalid(exc)}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from platformdirs import user_cache_dir
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, field_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
@@ -20,6 +20,8 @@ from pydantic_settings import (
     PyprojectTomlConfigSettingsSource,
     SettingsConfigDict,
 )
+
+from qwen_lsp.files import folder_problem
 
 
 class SamplingPreset(BaseModel):
@@ -85,6 +87,13 @@ class Settings(BaseSettings):
     review_debounce_seconds: float = 1.5
 
     session_id: str | None = None  # sent as x-session-id / user for session-affinity routers
+
+    @field_validator("cache_dir")
+    @classmethod
+    def _cache_dir_is_a_folder(cls, path: Path) -> Path:
+        if (problem := folder_problem(Path(path).expanduser())) is not None:
+            raise ValueError(f"{problem}: point cache_dir (QWEN_LSP_CACHE_DIR) at a folder")
+        return path
 
     @classmethod
     def settings_customise_sources(
@@ -242,3 +251,11 @@ def _clean(overrides: dict[str, Any]) -> dict[str, Any]:
 def _snake_case(key: str) -> str:
     """`reviewOnSave` -> `review_on_save` (editors spell settings in camelCase)."""
     return "".join("_" + c.lower() if c.isupper() else c for c in key)
+
+
+def describe_invalid(exc: ValidationError) -> str:
+    """A settings ValidationError as one line for a terminal: "cache_dir: /x is a file, ..."."""
+    return "; ".join(
+        f"{'.'.join(str(p) for p in e['loc'])}: {e['msg'].removeprefix('Value error, ')}"
+        for e in exc.errors(include_url=False, include_input=False)
+    )

@@ -23,7 +23,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from qwen_lsp.apply import StaleFile, apply_changes
+from pydantic import ValidationError
+
+from qwen_lsp.apply import ApplyError, RollbackFailed, apply_changes
 from qwen_lsp.engine.protected import ProtectedPath
 from qwen_lsp.llm.client import ModelServerError
 from qwen_lsp.engine.loop import Engine
@@ -31,7 +33,8 @@ from qwen_lsp.types import FileChange, FixResult, Risk, Task
 from qwen_lsp.wire import TerminalOutput
 from qwen_lsp.engine.risk import classify
 from qwen_lsp.engine.risk import suggestion as labelled
-from qwen_lsp.settings import Settings, load_settings
+from qwen_lsp.sanitize import json_safe
+from qwen_lsp.settings import Settings, describe_invalid, load_settings
 from qwen_lsp.sidechannel import notify_running_server
 
 from terminal_agent import undo
@@ -91,7 +94,10 @@ def fix(failure: Failure, opts: Options, ui: UI, report: QfixReport) -> int:
     if choice == "apply":
         try:
             apply_with_undo(failure, result.changes)
-        except (StaleFile, ProtectedPath) as exc:
+        except RollbackFailed as exc:
+            ui.fail(f"{exc}; `qfix --undo` restores the files from the saved copy")
+            return 1
+        except (ApplyError, ProtectedPath) as exc:
             ui.fail(f"not applied: {exc}")
             return 1
         report.applied = True
@@ -177,12 +183,18 @@ def ask_for_command(result: FixResult, opts: Options, ui: UI) -> str | None:
 
 
 def apply_with_undo(failure: Failure, changes: list[FileChange]) -> None:
-    """The undo entry is saved first: a fix on disk can always be taken back."""
-    entry = undo.remember(failure.workspace, failure.command, changes)
+    """The undo entry is saved once every change is checked and staged, before the first
+    file is replaced: a fix on disk can always be taken back. A failed apply is rolled back,
+    and then the entry goes too, unless some file could not be put back."""
+    saved: list[Path] = []
     try:
-        apply_changes(failure.workspace, changes)
+        apply_changes(failure.workspace, changes,
+                      before_rename=lambda: saved.append(undo.remember(failure.workspace, failure.command, changes)))
+    except RollbackFailed:
+        raise  # the entry stays: `qfix --undo` restores what is left
     except BaseException:
-        entry.unlink()
+        for entry in saved:
+            entry.unlink(missing_ok=True)
         raise
 
 
@@ -222,12 +234,21 @@ def run(opts: Options, ran: tuple[list[str], Finished] | None = None) -> int:
         report.error = " ".join(str(exc).split())  # ONE line: what failed and how to fix it
         print(f"qfix: {report.error}", file=sys.stderr)
         report.outcome, report.exit_status = "error", 2
+    except ValidationError as exc:  # the user's own settings: say which value, and why
+        report.error = f"invalid settings: {describe_invalid(exc)}"
+        print(f"qfix: {report.error}", file=sys.stderr)
+        report.outcome, report.exit_status = "error", 2
     except KeyboardInterrupt:
         kept = "the applied fix stays (`qfix --undo` reverts it)" if report.applied else "nothing was changed"
         ui.fail(f"cancelled: {kept}")
         report.outcome, report.exit_status = "cancelled", 130
+    except Exception as exc:  # noqa: BLE001 - whatever failed, the user gets one line and --json its report
+        kept = "the applied fix stays (`qfix --undo` reverts it)" if report.applied else "nothing was changed"
+        report.error = " ".join(f"{type(exc).__name__}: {exc}".split())
+        print(f"qfix: internal error, {kept}: {report.error}", file=sys.stderr)
+        report.outcome, report.exit_status = "error", 2
     if opts.json:
-        print(report.model_dump_json(indent=2))
+        print(json_safe(report.model_dump_json(indent=2)))  # same data; no raw control characters
     return report.exit_status
 
 

@@ -1,6 +1,10 @@
 """What qfix shows and asks: the spinner, the plan, colored diffs, risk-labelled
 shell suggestions and the one-letter questions. With --json everything here goes
-to stderr so stdout carries only the JSON."""
+to stderr so stdout carries only the JSON.
+
+Everything shown passes through qwen_lsp.sanitize: model text with escape
+sequences, carriage returns or bidi overrides is shown, not obeyed, so the diff
+on screen is exactly what [a]pply writes."""
 
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ from rich.live import Live
 from rich.spinner import Spinner
 from rich.text import Text
 
+from qwen_lsp.sanitize import diff_lines, parts
 from qwen_lsp.types import FileChange, Plan, Risk, ShellSuggestion, Validation
 
 Choice = Literal["apply", "skip", "edit", "quit"]
@@ -36,7 +41,7 @@ class UI:
     # -- messages ------------------------------------------------------------------------------
 
     def say(self, message: str, style: str = "") -> None:
-        self.console.print(Text(message, style=style), soft_wrap=True)  # the terminal wraps; logs stay greppable
+        self.console.print(_shown(message, style), soft_wrap=True)  # the terminal wraps; logs stay greppable
 
     def ok(self, message: str) -> None:
         self.say(f"✓ {message}", "bold green")
@@ -66,8 +71,8 @@ class UI:
     def show_changes(self, changes: list[FileChange]) -> None:
         for change in changes:
             self.say(f"\n{'new file' if change.created else 'changes'}: {change.path}", "bold")
-            for line in change.diff.splitlines():
-                self.console.print(Text(line, style=_diff_style(line)), soft_wrap=True)
+            for line, shown in diff_lines(change.diff):
+                self.console.print(_highlighted(shown, _diff_style(line)), soft_wrap=True)
 
     def show_checks(self, validation: Validation) -> None:
         """What the engine already checked, in the sandbox on a temporary copy of the workspace."""
@@ -99,7 +104,7 @@ class UI:
         while True:
             try:
                 question = f"\n{question} [a]pply / [s]kip / [e]dit command / [q]uit: "
-                answer = self.console.input(Text(question, style="bold"))
+                answer = self.console.input(_shown(question, "bold"))
             except EOFError:
                 return "quit"
             choice = CHOICES.get(answer.strip().lower()[:1])
@@ -109,7 +114,7 @@ class UI:
     def confirm(self, question: str, *, word: str = "y") -> bool:
         """True only for an explicit answer: `y`, or the whole `word` (e.g. "yes" for dangerous things)."""
         try:
-            answer = self.console.input(Text(f"{question} ", style="bold")).strip().lower()
+            answer = self.console.input(_shown(f"{question} ", "bold")).strip().lower()
         except EOFError:
             return False
         return answer == word or (word == "y" and answer == "yes")
@@ -142,6 +147,18 @@ class _Status:
         elapsed = time.monotonic() - self.started
         self.spinner.update(text=Text(f"{self.phase} · {elapsed:.0f}s  (Ctrl-C cancels)", style="cyan"))
         return self.spinner
+
+
+def _shown(message: str, style: str = "") -> Text:
+    """`message` with hidden characters replaced, the replacements in reverse video."""
+    return _highlighted(list(parts(message)), style)
+
+
+def _highlighted(runs: list[tuple[str, bool]], style: str) -> Text:
+    text = Text(style=style)
+    for shown, replaced in runs:
+        text.append(shown, style="reverse" if replaced else "")
+    return text
 
 
 def _diff_style(line: str) -> str:

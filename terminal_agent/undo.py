@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from qwen_lsp.apply import apply_changes, check_fresh
+from qwen_lsp.apply import ApplyError, StaleFile, Write, apply_writes
 from qwen_lsp.types import FileChange
 
 from terminal_agent.paths import state_dir
@@ -46,7 +46,8 @@ def _entries(workspace: Path) -> list[Path]:
 
 
 def remember(workspace: Path, command: str, changes: list[FileChange]) -> Path:
-    """Save what `changes` will overwrite; returns the entry (delete it if applying fails)."""
+    """Save what `changes` will overwrite; returns the entry (delete it if applying fails).
+    Written to a temporary name and renamed: an entry is whole or absent."""
     entry = UndoEntry(
         workspace=str(workspace.resolve()),
         command=command,
@@ -56,7 +57,9 @@ def remember(workspace: Path, command: str, changes: list[FileChange]) -> Path:
     folder = _history(workspace)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{time.time_ns()}.json"
-    path.write_text(entry.model_dump_json(), encoding="utf-8")
+    partial = path.with_suffix(".partial")
+    partial.write_text(entry.model_dump_json(), encoding="utf-8")
+    partial.replace(path)
     for old in _entries(workspace)[:-KEEP]:
         old.unlink(missing_ok=True)
     return path
@@ -69,17 +72,15 @@ def undo_last(workspace: Path) -> UndoEntry:
         raise UndoRefused(f"nothing to undo: qfix has applied no fix in {workspace}")
     newest = entries[-1]
     entry = UndoEntry.model_validate_json(newest.read_text(encoding="utf-8"))
-    # The reverse of the fix, as changes whose "original" is what the fix wrote.
-    reverse = [FileChange(path=f.path, original=f.after, updated=f.before or "", diff="") for f in entry.files]
-    stale = check_fresh(workspace, reverse)
-    if stale:
+    # The reverse of the fix, all or nothing: what it wrote back to what was there (None: remove).
+    try:
+        apply_writes(workspace, [Write(f.path, expected=f.after, text=f.before) for f in entry.files])
+    except StaleFile as exc:
         raise UndoRefused(
-            f"not undone: {', '.join(stale)} changed after the fix for `{entry.command}` was applied; "
+            f"not undone: {', '.join(exc.paths)} changed after the fix for `{entry.command}` was applied; "
             "restoring would lose those edits"
-        )
-    apply_changes(workspace, [c for c, f in zip(reverse, entry.files, strict=True) if f.before is not None])
-    for f in entry.files:
-        if f.before is None:  # the fix created it: undoing removes it
-            (workspace / f.path).unlink()
+        ) from exc
+    except ApplyError as exc:
+        raise UndoRefused(f"not undone: {exc}") from exc
     newest.unlink()
     return entry

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pathspec
 
+from qwen_lsp.files import inside
 from qwen_lsp.context.treesitter import CONTAINER_KINDS, Definition, definitions, imports, language_for, parse, references
 from qwen_lsp.llm.tokens import count_tokens
 
@@ -134,7 +135,12 @@ def build_index(workspace: Path, *, cache_dir: Path | None = None, files: Iterab
     disk cache; an unchanged workspace comes back whole from one cache entry."""
     workspace = Path(workspace)
     entries: list[tuple[str, int, int]] = []
-    for rel in files if files is not None else list_files(workspace):
+    listed = files is None
+    for rel in list_files(workspace) if listed else files:
+        # The workspace rule (files.inside), cheaply for walked files: the walk never enters a
+        # linked folder, so only a linked file can lead out of the workspace (or be a second name).
+        if os.path.islink(workspace / rel) if listed else inside(workspace, rel) != rel:
+            continue
         try:
             st = (workspace / rel).stat()
         except OSError:

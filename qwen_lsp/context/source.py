@@ -11,6 +11,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from qwen_lsp.files import inside, read_text
 from qwen_lsp.context.treesitter import CONTAINER_KINDS, Definition, definitions, identifiers, imports, language_for, parse
 
 MAX_FILE_BYTES = 2_000_000  # bigger files are generated or data; never put them in a prompt
@@ -46,24 +47,21 @@ def is_binary(data: bytes) -> bool:
 def read_source(workspace: Path, relpath: str, read_file: ReadFile | None = None) -> str | None:
     """Text of a workspace file: the editor's buffer when it has one, else disk.
 
-    None for a missing, unreadable, binary or huge file."""
+    None for a missing, unreadable, binary or huge file, and for anything outside the
+    workspace once symlinks are resolved (the same rule as the tools). A file that is not
+    UTF-8 comes decoded with replacement characters."""
+    rel = inside(workspace, relpath)
+    if rel is None:
+        return None
     if read_file is not None:
         try:
-            text = read_file(relpath)
+            text = read_file(rel)
         except Exception:
             text = None
         if text is not None:
             return text if "\x00" not in text[:8192] else None
-    path = workspace / relpath
-    try:
-        if not path.is_file() or path.stat().st_size > MAX_FILE_BYTES:
-            return None
-        data = path.read_bytes()
-    except OSError:
-        return None
-    if is_binary(data):
-        return None
-    return data.decode("utf-8", errors="replace")
+    found = read_text(Path(workspace) / rel, max_bytes=MAX_FILE_BYTES)
+    return found.text if found is not None else None
 
 
 def outline(defs: Iterable[Definition]) -> str:

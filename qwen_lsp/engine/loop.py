@@ -27,10 +27,11 @@ from qwen_lsp.engine.cache import StateCache, content_hash, normalize_output, ta
 from qwen_lsp.llm.client import Completion, ModelClient, ReasoningExhausted, ToolsUnsupported
 from qwen_lsp.engine.edits import EditError, apply_edit
 from qwen_lsp.types import Accounting, CachedState, FileChange, FixResult, Plan, Risk, Task, TaskKind, Validation
-from qwen_lsp.engine.overlay import BufferReader, Overlay, PathOutsideWorkspace
+from qwen_lsp.engine.overlay import BufferReader, Overlay, PathOutsideWorkspace, UnwritablePath
 from qwen_lsp.engine.protected import ProtectedPath
 from qwen_lsp.llm.parsing import loads_loose, parse_edit_blocks
 from qwen_lsp.engine.risk import classify, is_test_command
+from qwen_lsp.sanitize import visible
 from qwen_lsp.settings import Settings
 from qwen_lsp.engine.tools import TOOLS, ToolBox
 from qwen_lsp.engine.validate import check_parse, run_verify
@@ -242,7 +243,7 @@ class _Run:
                     errors.append(f"{block.path}: no such file")
                     continue
                 self.overlay.write(block.path, apply_edit(text, block.old, block.new, path=block.path).text)
-            except (EditError, PathOutsideWorkspace, ProtectedPath) as exc:
+            except (EditError, PathOutsideWorkspace, ProtectedPath, UnwritablePath) as exc:
                 errors.append(f"{block.path}: {exc}")
         validation = await self._validate()
         if not errors and validation.ok:
@@ -364,13 +365,13 @@ class _Run:
         return FixResult(
             task=self.task,
             outcome=outcome,  # type: ignore[arg-type]
-            summary=summary,
+            summary=visible(summary),  # model text, shown by every front end: no hidden characters
             plan=self.plan,
             changes=changes if outcome != "failed" else [],
             suggestions=self.toolbox.suggestions,
             validation=validation,
             accounting=self.accounting,
-            error=None if outcome != "failed" else _validation_report(validation),
+            error=None if outcome != "failed" else visible(_validation_report(validation)),
             refused_writes=list(dict.fromkeys(self.overlay.refused)),
         )
 

@@ -3,6 +3,11 @@
 Reads come from the overlay, then the editor's unsaved buffers, then disk; the
 first read of every file is remembered so a result can say exactly which
 contents it was computed from (and refuse to apply over anything else).
+
+Paths follow the workspace rule of qwen_lsp.files (symlinks resolved first). A
+file that is not UTF-8 is read with replacement characters and is read-only;
+a write that could not land on disk as asked (a file where a folder must go, a
+folder, text that is not valid Unicode) is refused here, before the user sees it.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from pathlib import Path
 
 from qwen_lsp.engine.edits import unified_diff
 from qwen_lsp.engine.protected import ProtectedPath, check_writable
+from qwen_lsp.files import inside, read_text
 from qwen_lsp.types import FileChange
 
 BufferReader = Callable[[str], "str | None"]
@@ -26,6 +32,10 @@ class PathOutsideWorkspace(ValueError):
     pass
 
 
+class UnwritablePath(ValueError):
+    """A write the overlay refuses; the message says why, for the model."""
+
+
 class Overlay:
     def __init__(self, root: Path, read_buffer: BufferReader | None = None, protected: tuple[Path, ...] = ()) -> None:
         self.root = root.resolve()
@@ -34,14 +44,14 @@ class Overlay:
         self._read_buffer = read_buffer
         self._written: dict[str, str] = {}
         self.originals: dict[str, str | None] = {}  # None: did not exist when first looked at
+        self.read_only: dict[str, str] = {}  # path -> why it cannot be edited
 
     def relpath(self, path: str) -> str:
         """Workspace-relative POSIX path; refuses anything that escapes the workspace."""
-        candidate = Path(path)
-        full = (candidate if candidate.is_absolute() else self.root / candidate).resolve()
-        if full != self.root and self.root not in full.parents:
+        rel = inside(self.root, path)
+        if rel is None:
             raise PathOutsideWorkspace(f"{path} is outside the workspace {self.root}")
-        return full.relative_to(self.root).as_posix()
+        return rel
 
     def read(self, path: str) -> str | None:
         rel = self.relpath(path)
@@ -51,9 +61,20 @@ class Overlay:
             return self.originals[rel]
         text = self._read_buffer(rel) if self._read_buffer else None
         if text is None:
-            text = _read_disk(self.root / rel)
+            found = read_text(self.root / rel)
+            text = found.text if found is not None else None
+            if found is not None and not found.utf8:
+                self.read_only[rel] = (
+                    f"{rel} is not UTF-8 text: it was read with replacement characters (�) and cannot be "
+                    "edited without changing its encoding; suggest a command instead"
+                )
         self.originals.setdefault(rel, text)
         return text
+
+    def exists(self, path: str) -> bool:
+        """Something is at `path`: a file of this fix, or anything on disk (a binary file, a folder)."""
+        rel = self.relpath(path)
+        return rel in self._written or os.path.lexists(self.root / rel)
 
     def write(self, path: str, text: str) -> None:
         rel = self.relpath(path)
@@ -64,7 +85,28 @@ class Overlay:
             raise
         if rel not in self.originals:
             self.read(rel)
+        problem = self._write_problem(rel, text)
+        if problem is not None:
+            raise UnwritablePath(problem)
         self._written[rel] = text
+
+    def _write_problem(self, rel: str, text: str) -> str | None:
+        if rel in self.read_only:
+            return self.read_only[rel]
+        if rel == "." or (self.root / rel).is_dir():
+            return f"{rel} is a folder"
+        parts = rel.split("/")
+        for n in range(1, len(parts)):
+            parent = "/".join(parts[:n])
+            if parent in self._written or (self.root / parent).is_file():
+                return f"{parent} is a file, so {rel} cannot be created"
+        if any(other.startswith(rel + "/") for other in self._written):
+            return f"{rel} is a folder of files created in this fix"
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return "the text contains a lone surrogate (\\ud800-\\udfff), which is not valid Unicode"
+        return None
 
     def changes(self) -> list[FileChange]:
         out = []
@@ -98,16 +140,8 @@ class Overlay:
         for dirpath, dirnames, filenames in os.walk(self.root):
             dirnames[:] = [d for d in dirnames if d not in SANDBOX_SKIP and not d.startswith(".")]
             for name in filenames:
-                out.append((Path(dirpath) / name).relative_to(self.root).as_posix())
+                if not os.path.islink(os.path.join(dirpath, name)):  # a link leads outside, or is a second name
+                    out.append((Path(dirpath) / name).relative_to(self.root).as_posix())
         out.extend(rel for rel in self._written if rel not in out)
         return sorted(out)
 
-
-def _read_disk(path: Path) -> str | None:
-    try:
-        data = path.read_bytes()
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-        return None
-    if b"\0" in data[:8192]:
-        return None  # binary: not something to edit as text
-    return data.decode("utf-8", errors="surrogateescape")

@@ -1,19 +1,26 @@
 """The patch loop's tools: OpenAI function schemas and their implementations
 over the in-memory overlay. Every failure is returned as text for the model,
-never raised, so it can correct itself on the next turn."""
+never raised, so it can correct itself on the next turn: arguments are checked
+by one pydantic model per tool (tool_args.py) before a tool runs."""
 
 from __future__ import annotations
 
 import fnmatch
 import json
+import logging
 import re
 from typing import Any
 
+from pydantic import ValidationError
+
 from qwen_lsp.engine import risk
 from qwen_lsp.engine.edits import EditError, apply_edit
+from qwen_lsp.engine.tool_args import ARGUMENTS, describe_errors
 from qwen_lsp.types import ShellSuggestion
-from qwen_lsp.engine.overlay import Overlay, PathOutsideWorkspace
+from qwen_lsp.engine.overlay import Overlay, PathOutsideWorkspace, UnwritablePath
 from qwen_lsp.engine.protected import ProtectedPath
+
+log = logging.getLogger(__name__)
 
 READ_LIMIT = 400  # lines per read_file call
 SEARCH_LIMIT = 50  # matches per search_code call
@@ -57,33 +64,56 @@ class ToolBox:
         self.finished: str | None = None
         self.edits_applied = 0
 
-    def call(self, name: str, arguments: str | dict[str, Any]) -> str:
+    def call(self, name: str, arguments: str | dict[str, Any] | None) -> str:
+        """The tool's answer for the model; never raises, whatever the model sent."""
         try:
-            args = json.loads(arguments) if isinstance(arguments, str) else dict(arguments)
-        except ValueError as exc:
-            return f"Error: the arguments of {name} are not valid JSON ({exc}). Send a JSON object."
-        handler = getattr(self, f"_{name}", None)
-        if handler is None or name not in {t["function"]["name"] for t in TOOLS}:
+            answer = self._call(name, arguments)
+        except Exception as exc:  # noqa: BLE001 - a bug of ours must not end the fix: tell the model, log it
+            log.exception("tool %s failed", name)
+            answer = f"Error: {name} failed ({type(exc).__name__}: {exc}). Try another way."
+        # Answers quote the workspace and the model's input: keep them valid Unicode for the next request.
+        return answer.encode("utf-8", "replace").decode("utf-8")
+
+    def _call(self, name: str, arguments: str | dict[str, Any] | None) -> str:
+        model = ARGUMENTS.get(name) if isinstance(name, str) else None
+        if model is None:
             return f"Error: unknown tool {name!r}. Available: " + ", ".join(t["function"]["name"] for t in TOOLS)
         try:
-            return handler(**args)
-        except TypeError as exc:
-            return f"Error: wrong arguments for {name}: {exc}"
+            args = json.loads(arguments) if isinstance(arguments, str | bytes) else arguments
+        except ValueError as exc:
+            return f"Error: the arguments of {name} are not valid JSON ({exc}). Send a JSON object."
+        if args is None:
+            args = {}
+        if not isinstance(args, dict):
+            return f"Error: the arguments of {name} must be a JSON object, not {type(args).__name__}."
+        try:
+            checked = model.model_validate(args)
+        except ValidationError as exc:
+            return f"Error: wrong arguments for {name}: {describe_errors(exc)}"
+        handler = getattr(self, f"_{name}")
+        try:
+            return handler(**checked.model_dump())
         except PathOutsideWorkspace as exc:
             return f"Error: {exc}. Only files inside the workspace can be read or changed."
         except ProtectedPath as exc:
             return f"Error: {exc}"
+        except UnwritablePath as exc:
+            return f"Error: {exc}."
+        except OSError as exc:
+            return f"Error: {exc.strerror or exc} ({getattr(exc, 'filename', None) or name})."
 
     def _read_file(self, path: str, start_line: int | None = None, end_line: int | None = None) -> str:
         text = self.overlay.read(path)
         if text is None:
             return f"Error: {path} does not exist (or is binary)."
+        rel = self.overlay.relpath(path)
+        note = f"\n[{self.overlay.read_only[rel]}]" if rel in self.overlay.read_only else ""
         lines = text.splitlines()
         start = max(1, start_line or 1)
         end = min(len(lines), end_line or start + READ_LIMIT - 1, start + READ_LIMIT - 1)
         body = "\n".join(f"{n}|{lines[n - 1]}" for n in range(start, end + 1))
         more = f"\n[{len(lines) - end} more lines; read from line {end + 1}]" if end < len(lines) else ""
-        return f"{self.overlay.relpath(path)} (lines {start}-{end} of {len(lines)}):\n{body}{more}"
+        return f"{rel} (lines {start}-{end} of {len(lines)}):\n{body}{more}{note}"
 
     def _search_code(self, pattern: str, glob: str | None = None) -> str:
         try:
@@ -116,7 +146,7 @@ class ToolBox:
         return f"Edited {self.overlay.relpath(path)} lines {outcome.start_line}-{outcome.end_line}{how}."
 
     def _create_file(self, path: str, content: str) -> str:
-        if self.overlay.read(path) is not None:
+        if self.overlay.exists(path):
             return f"Error: {path} already exists. Use edit_file to change it."
         self.overlay.write(path, content)
         self.edits_applied += 1

@@ -9,6 +9,9 @@ Positions: LSP counts lines by "\\n", "\\r\\n" and "\\r" only (str.splitlines
 also splits on form feeds and Unicode separators, which would shift lines),
 and characters in the negotiated encoding (UTF-16 code units by default),
 converted with pygls's PositionCodec.
+
+Titles, labels and messages carry model text and program output: they pass
+through qwen_lsp.sanitize (hidden characters shown), edit texts never do.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from pygls.workspace import PositionCodec
 
 from qwen_lsp import wire as protocol
 from qwen_lsp.context.frames import Frame
+from qwen_lsp.sanitize import one_line, visible
 from qwen_lsp.types import FileChange, FixResult, ShellSuggestion, Validation
 
 CONVERTER = get_converter()
@@ -96,13 +100,13 @@ def _hunk_label(path: str, hunk: Hunk) -> str:
         where = f"line {hunk.start + 1}" if hunk.end > hunk.start else f"insert at line {hunk.start + 1}"
     else:
         where = f"lines {hunk.start + 1}-{hunk.end}"
-    return f"{path}: {where}"
+    return one_line(f"{path}: {where}")
 
 
 def _hunk_description(hunk: Hunk) -> str:
     minus = ["-" + ln.rstrip("\r\n") for ln in split_lines(hunk.old)]
     plus = ["+" + ln.rstrip("\r\n") for ln in split_lines(hunk.new)]
-    return "\n".join(minus + plus)
+    return visible("\n".join(minus + plus))
 
 
 def text_edits(change: FileChange, codec: PositionCodec = UTF16) -> list[tuple[types.TextEdit, types.ChangeAnnotation]]:
@@ -154,7 +158,9 @@ def workspace_edit(
         identifier = types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=versions.get(change.path))
         if change.created:
             note_id = f"{change.path}#create"
-            notes[note_id] = types.ChangeAnnotation(label=f"{change.path}: new file", description=change.updated[:2000])
+            notes[note_id] = types.ChangeAnnotation(
+                label=one_line(f"{change.path}: new file"), description=visible(change.updated[:2000])
+            )
             operations.append(
                 types.CreateFile(
                     uri=uri,
@@ -211,7 +217,7 @@ def short_problem(message: str, limit: int = 48) -> str:
     first = message.strip().splitlines()[0] if message.strip() else "problem"
     if m := _PROBLEM_RE.search(first):
         return m.group(1)
-    return first if len(first) <= limit else first[: limit - 1].rstrip() + "…"
+    return one_line(first, limit)
 
 
 def validation_summary(validation: Validation) -> str:
@@ -226,7 +232,7 @@ def validation_summary(validation: Validation) -> str:
         parts.append(f"not verified: {validation.not_verified}")
     if validation.runs_during_verification:
         parts.append("⚠ runs during verification: " + ", ".join(r.split(" (")[0] for r in validation.runs_during_verification))
-    return ", ".join(parts) if parts else "not validated"
+    return one_line(", ".join(parts)) if parts else "not validated"
 
 
 def fix_title(problem: str, result: FixResult) -> str:
@@ -234,10 +240,10 @@ def fix_title(problem: str, result: FixResult) -> str:
     what = f"Fix {short_problem(problem)}"
     if result.changes:
         refused = f"; refused: {', '.join(result.refused_writes)}" if result.refused_writes else ""
-        return f"{what} ({validation_summary(result.validation)}{refused})"
+        return one_line(f"{what} ({validation_summary(result.validation)}{refused})")
     if result.suggestions:
         s = result.suggestions[0]
-        return f"Run `{s.command}` ({s.risk.value})"
+        return one_line(f"Run `{s.command}` ({s.risk.value})")
     if result.outcome == "failed":
         return f"{what}: Qwen's change failed validation ({validation_summary(result.validation)})"
     return f"{what}: Qwen found nothing to change"
@@ -245,8 +251,7 @@ def fix_title(problem: str, result: FixResult) -> str:
 
 def fix_offer_title(message: str, limit: int = 80) -> str:
     first = message.strip().splitlines()[0] if message.strip() else "problem"
-    title = f"Fix with Qwen: {first}"
-    return title if len(title) <= limit else title[: limit - 1].rstrip() + "…"
+    return one_line(f"Fix with Qwen: {first}", limit)
 
 
 # --------------------------------------------------------------------------- diagnostics
@@ -298,7 +303,7 @@ def frames_to_diagnostics(
             out.setdefault(uri, []).append(
                 types.Diagnostic(
                     range=types.Range(start=types.Position(line, start), end=types.Position(line, end)),
-                    message=message,
+                    message=visible(message),
                     severity=_SEVERITY[frame.severity],
                     source=source,
                     related_information=[r for r in related if r is not None] or None,
@@ -331,7 +336,7 @@ def _related(
         location=types.Location(
             uri=uri, range=types.Range(types.Position(frame.line - 1, start), types.Position(frame.line - 1, end))
         ),
-        message=message,
+        message=visible(message),
     )
 
 
@@ -353,7 +358,7 @@ def findings_to_diagnostics(
         severity = types.DiagnosticSeverity.Information if f.severity == "info" else types.DiagnosticSeverity.Warning
         out.append(types.Diagnostic(
             range=types.Range(types.Position(first, start), types.Position(last, end)),
-            message=message, severity=severity, source=source, code=f.category or None,
+            message=visible(message), severity=severity, source=source, code=one_line(f.category) or None,
         ))
     return out
 
@@ -411,7 +416,7 @@ def suggestion_action(suggestion: ShellSuggestion, diagnostics: Sequence[types.D
         command=suggestion.command, reason=suggestion.reason, risk=suggestion.risk, dangers=suggestion.dangers
     )
     loud = "⚠ " if suggestion.risk.value == "destructive" else ""
-    title = f"{loud}Run in terminal: {suggestion.command} ({suggestion.risk.value})"
+    title = one_line(f"{loud}Run in terminal: {suggestion.command} ({suggestion.risk.value})")
     return types.CodeAction(
         title=title,
         kind=types.CodeActionKind.QuickFix,

@@ -20,11 +20,14 @@ from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import quote
 
+from pydantic import ValidationError
+
 from qwen_lsp import __version__
 from qwen_lsp.engine.cache import StateCache
 from qwen_lsp.llm.client import ModelClient
+from qwen_lsp.sanitize import json_safe, visible
 from qwen_lsp.review.engine import SEVERITY_ORDER, DiffError, Finding, ReviewResult, parse_diff, review_diff
-from qwen_lsp.settings import Settings, load_settings
+from qwen_lsp.settings import Settings, describe_invalid, load_settings
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_UNAVAILABLE = 0, 1, 2, 3
 TOOL = "qwen-review"
@@ -108,7 +111,8 @@ def unavailable_warning(result: ReviewResult, on_unavailable: str) -> str:
     )
     bar = "!" * 72
     return "\n".join(
-        [bar, f"{TOOL}: WARNING: the staged change was NOT reviewed.", f"{TOOL}: {result.error}", f"{TOOL}: {verdict}", bar]
+        [bar, f"{TOOL}: WARNING: the staged change was NOT reviewed.", f"{TOOL}: {visible(result.error or '')}",
+         f"{TOOL}: {verdict}", bar]
     )
 
 
@@ -133,7 +137,7 @@ def format_text(result: ReviewResult, reader: IndexReader, fail_on: str) -> str:
                 out.append("    suggestion: " + f.suggestion.replace("\n", "\n                "))
         out.append("")
     out.append(summary(result, fail_on))
-    return "\n".join(out)
+    return visible("\n".join(out))  # model text and staged code: shown, never obeyed by the terminal
 
 
 def summary(result: ReviewResult, fail_on: str) -> str:
@@ -350,11 +354,11 @@ async def run_review(diff: str, root: Path, settings: Settings, args: argparse.N
 
 def report(result: ReviewResult, reader: IndexReader, root: Path, args: argparse.Namespace) -> str:
     if args.format == "json":
-        return format_json(result) + "\n"
+        return json_safe(format_json(result)) + "\n"
     if args.format == "rdjsonl":
-        return format_rdjsonl(result, reader)
+        return json_safe(format_rdjsonl(result, reader))
     if args.format == "sarif":
-        return format_sarif(result, reader, root)
+        return json_safe(format_sarif(result, reader, root))
     return format_text(result, reader, args.fail_on) + "\n" if result.reviewed else ""
 
 
@@ -385,7 +389,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{TOOL}: nothing staged to review.", file=sys.stderr)
     else:
         deadline = args.timeout or (DEFAULT_THINK_TIMEOUT if args.think else DEFAULT_TIMEOUT)
-        settings = hook_settings(root, args, deadline)
+        try:
+            settings = hook_settings(root, args, deadline)
+        except ValidationError as exc:
+            print(f"{TOOL}: invalid settings: {describe_invalid(exc)}", file=sys.stderr)
+            return EXIT_USAGE
         try:
             files = [f for f in parse_diff(diff) if f.reviewable]
         except DiffError:
