@@ -6,6 +6,9 @@ Explicit overrides are what the editor sends (LSP initializationOptions,
 
 from __future__ import annotations
 
+import logging
+import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +20,8 @@ from pydantic_settings import (
     PyprojectTomlConfigSettingsSource,
     SettingsConfigDict,
 )
+
+log = logging.getLogger(__name__)
 
 
 class SamplingPreset(BaseModel):
@@ -100,13 +105,14 @@ def load_settings(workspace: Path | None = None, overrides: dict[str, Any] | Non
     pyproject = workspace / "pyproject.toml" if workspace else None
     if pyproject is None or not pyproject.is_file():
         return Settings(**_clean(overrides or {}))
+    trusted = workspace is not None and workspace_trusted(workspace, _clean(overrides or {}))
 
     class _WithPyproject(Settings):
         model_config = SettingsConfigDict(pyproject_toml_table_header=("tool", "qwen-lsp"))
 
         @classmethod
         def settings_customise_sources(cls, settings_cls, init_settings, env_settings, *_, **__):
-            return (init_settings, env_settings, PyprojectTomlConfigSettingsSource(settings_cls, pyproject))
+            return (init_settings, env_settings, _RepoPyproject(settings_cls, pyproject, trusted))
 
     return Settings.model_validate(_WithPyproject(**_clean(overrides or {})).model_dump())
 
@@ -120,3 +126,67 @@ def _clean(overrides: dict[str, Any]) -> dict[str, Any]:
         snake = "".join("_" + c.lower() if c.isupper() else c for c in key)
         out[snake] = _clean(value) if isinstance(value, dict) else value
     return out
+
+
+# -- repository settings are untrusted ---------------------------------------------------------
+
+TRUSTED_WORKSPACES_ENV = "QWEN_LSP_TRUSTED_WORKSPACES"
+# What a repository's own [tool.qwen-lsp] may not set unless the user trusts the repository:
+# where the prompt and the API key go, request headers, where files are written, what runs.
+PRIVILEGED_KEYS = frozenset({"base_url", "api_key", "session_id", "cache_dir", "run_model_verify_commands"})
+_PRIVILEGED_NAME = re.compile(r"url|api_key|header|command|secret|password|trusted")
+
+
+def workspace_trusted(workspace: Path, overrides: dict[str, Any]) -> bool:
+    """Whether the user's own settings trust `workspace`: it is (inside) a root listed in
+    $QWEN_LSP_TRUSTED_WORKSPACES (os.pathsep-separated) or the editor setting `trustedWorkspaces`."""
+    listed = [p for p in os.environ.get(TRUSTED_WORKSPACES_ENV, "").split(os.pathsep) if p]
+    from_editor = overrides.get("trusted_workspaces") or []
+    listed += [from_editor] if isinstance(from_editor, str) else [str(p) for p in from_editor]
+    real = Path(os.path.realpath(workspace))
+    for root in listed:
+        trusted_root = Path(os.path.realpath(os.path.expanduser(root)))
+        if real == trusted_root or trusted_root in real.parents:
+            return True
+    return False
+
+
+def repo_settings(table: dict[str, Any], source: Path, *, trusted: bool) -> dict[str, Any]:
+    """The part of a repository's [tool.qwen-lsp] table that applies: all of it in a trusted
+    workspace, else everything but the privileged keys (at any depth), with a warning."""
+    if trusted:
+        return table
+    kept, ignored = _without_privileged(table, "")
+    if ignored:
+        log.warning(
+            "qwen-lsp: ignoring %s from %s: a repository's settings may not choose the model server, its key "
+            "or headers, or run commands. If you trust this repository, add it to %s.",
+            ", ".join(ignored), source, TRUSTED_WORKSPACES_ENV,
+        )
+    return kept
+
+
+def _privileged(key: str) -> bool:
+    return key in PRIVILEGED_KEYS or bool(_PRIVILEGED_NAME.search(key.lower()))
+
+
+def _without_privileged(table: dict[str, Any], prefix: str) -> tuple[dict[str, Any], list[str]]:
+    kept: dict[str, Any] = {}
+    ignored: list[str] = []
+    for key, value in table.items():
+        if _privileged(key):
+            ignored.append(prefix + key)
+        elif isinstance(value, dict):
+            kept[key], deeper = _without_privileged(value, f"{prefix}{key}.")
+            ignored += deeper
+        else:
+            kept[key] = value
+    return kept, ignored
+
+
+class _RepoPyproject(PyprojectTomlConfigSettingsSource):
+    """[tool.qwen-lsp] of the workspace's pyproject.toml, less what the repository may not set."""
+
+    def __init__(self, settings_cls: type[BaseSettings], pyproject: Path, trusted: bool) -> None:
+        super().__init__(settings_cls, pyproject)
+        self.init_kwargs = repo_settings(dict(self.init_kwargs), pyproject, trusted=trusted)
