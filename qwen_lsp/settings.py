@@ -50,6 +50,21 @@ class Budgets(BaseModel):
     task: int = 4_096
 
 
+class Limits(BaseModel):
+    """Bounds on what model output may cost: its size, the files it writes, the work its tools do,
+    and the time a whole fix may take. Each is a refusal the model or the user is told about."""
+
+    fix_deadline_seconds: float = 1200.0  # the whole fix: context, plan, patch rounds, validation
+    stream_idle_seconds: float = 180.0  # no byte from the model server for this long: the answer is abandoned
+    answer_max_bytes: int = 2_000_000  # text of one answer (reasoning + content + tool arguments)
+    edit_max_bytes: int = 256_000  # new text of one edit_file / create_file call
+    file_max_bytes: int = 2_000_000  # any file a fix would write, after its edits
+    search_pattern_max_chars: int = 1_000
+    search_file_max_bytes: int = 1_000_000  # search_code skips larger files (and says so)
+    search_total_max_bytes: int = 50_000_000  # search_code stops after reading this much
+    search_max_matches: int = 50
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="QWEN_LSP_",
@@ -80,6 +95,7 @@ class Settings(BaseSettings):
     run_model_verify_commands: bool = True  # only allow-listed test runners, in a temp copy
 
     budgets: Budgets = Field(default_factory=Budgets)
+    limits: Limits = Field(default_factory=Limits)
 
     # Language server
     review_on_save: bool = False

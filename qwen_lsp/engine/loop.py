@@ -101,7 +101,7 @@ class _Run:
         self.engine, self.task, self.progress = engine, task, progress
         self.settings = engine.settings
         self.overlay = Overlay(workspace, read_buffer)
-        self.toolbox = ToolBox(self.overlay)
+        self.toolbox = ToolBox(self.overlay, self.settings.limits)
         self.accounting = Accounting()
         self.started = time.monotonic()
         self.fix_id = uuid.uuid4().hex[:12]
