@@ -55,7 +55,7 @@ class Limits(BaseModel):
     and the time a whole fix may take. Each is a refusal the model or the user is told about."""
 
     fix_deadline_seconds: float = 1200.0  # the whole fix: context, plan, patch rounds, validation
-    stream_idle_seconds: float = 180.0  # no byte from the model server for this long: the answer is abandoned
+    stream_idle_seconds: float = 120.0  # no byte from the model server for this long: the answer is abandoned
     answer_max_bytes: int = 2_000_000  # text of one answer (reasoning + content + tool arguments)
     edit_max_bytes: int = 256_000  # new text of one edit_file / create_file call
     file_max_bytes: int = 2_000_000  # any file a fix would write, after its edits
@@ -63,6 +63,7 @@ class Limits(BaseModel):
     search_file_max_bytes: int = 1_000_000  # search_code skips larger files (and says so)
     search_total_max_bytes: int = 50_000_000  # search_code stops after reading this much
     search_max_matches: int = 50
+    parse_check_seconds: float = 1.0  # per tree-sitter parse; a slower file is left unchecked, not failed
 
 
 class Settings(BaseSettings):

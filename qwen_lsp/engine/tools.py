@@ -56,6 +56,16 @@ TOOLS: list[dict[str, Any]] = [
 ]
 
 
+def size_error(limits: Limits, path: str, new_text: str | None, updated: str | None) -> str | None:
+    """Why an edit is refused for its size (the new text of one edit, or the whole file after it), or None."""
+    if new_text is not None and (n := len(new_text.encode("utf-8", "surrogateescape"))) > limits.edit_max_bytes:
+        return (f"Error: this edit to {path} adds {n} bytes; one edit may add at most {limits.edit_max_bytes}. "
+                "Make the change in smaller edits.")
+    if updated is not None and (n := len(updated.encode("utf-8", "surrogateescape"))) > limits.file_max_bytes:
+        return f"Error: {path} would be {n} bytes after this edit; files may be at most {limits.file_max_bytes}."
+    return None
+
+
 class ToolBox:
     """Runs tool calls against one overlay and remembers suggestions and the finish call."""
 
@@ -157,10 +167,14 @@ class ToolBox:
         text = self.overlay.read(path)
         if text is None:
             return f"Error: {path} does not exist. Use create_file for a new file."
+        if too_big := size_error(self.limits, path, new_string, None):
+            return too_big
         try:
             outcome = apply_edit(text, old_string, new_string, path=path)
         except EditError as exc:
             return f"Error: {exc}"
+        if too_big := size_error(self.limits, path, None, outcome.text):
+            return too_big
         self.overlay.write(path, outcome.text)
         self.edits_applied += 1
         how = "" if outcome.strategy == "exact" else f" (matched {outcome.strategy}, similarity {outcome.similarity:.2f})"
@@ -169,6 +183,8 @@ class ToolBox:
     def _create_file(self, path: str, content: str) -> str:
         if self.overlay.read(path) is not None:
             return f"Error: {path} already exists. Use edit_file to change it."
+        if too_big := size_error(self.limits, path, content, content):
+            return too_big
         self.overlay.write(path, content)
         self.edits_applied += 1
         return f"Created {self.overlay.relpath(path)} ({len(content.splitlines())} lines)."
