@@ -119,6 +119,11 @@ class _Verdict:
         if why and why not in self.dangers:
             self.dangers.append(why)
 
+    def merge(self, other: _Verdict) -> None:
+        self.add(other.risk)
+        for why in other.dangers:
+            self.add(other.risk, why)
+
 
 def classify(command: str) -> tuple[Risk, list[str]]:
     """The command's risk and, for risky ones, the reasons to say out loud."""
@@ -137,7 +142,7 @@ def _judge_script(script: str, verdict: _Verdict, depth: int) -> None:
         _judge_unparsed(script, verdict, depth)
         return
     for tree in trees:
-        _walk(tree, verdict, depth, piped=False)
+        _walk(tree, verdict, depth, piped=None)
 
 
 def _judge_unparsed(script: str, verdict: _Verdict, depth: int) -> None:
@@ -152,7 +157,7 @@ def _judge_unparsed(script: str, verdict: _Verdict, depth: int) -> None:
         verdict.add(Risk.destructive, "unbalanced quotes hide what would run")
         return
     words: list[str] = []
-    piped = False
+    piped: str | None = None
     for token in [*tokens, ";"]:
         if token and set(token) <= set(";&|()<>"):
             if words:
@@ -160,17 +165,21 @@ def _judge_unparsed(script: str, verdict: _Verdict, depth: int) -> None:
                              verdict, depth, piped=piped)
             if ">" in token and token.count(">") <= 2:
                 verdict.add(Risk.modifies_files)
-            piped, words = "|" in token and "||" not in token, []
+            piped, words = ("output" if "|" in token and "||" not in token else None), []
         else:
             words.append(token)
 
 
-def _walk(node: bashlex.ast.node, verdict: _Verdict, depth: int, piped: bool) -> None:
+def _walk(node: bashlex.ast.node, verdict: _Verdict, depth: int, piped: str | None) -> None:
+    """`piped`: what the command reads on stdin from a pipe ("output", "a download"), or None."""
     kind = node.kind
     if kind == "pipeline":
-        commands = [p for p in node.parts if p.kind not in ("pipe", "reservedword")]
-        for i, part in enumerate(commands):
-            _walk(part, verdict, depth, piped=piped or i > 0)
+        fed = piped
+        for part in (p for p in node.parts if p.kind not in ("pipe", "reservedword")):
+            own = _Verdict()
+            _walk(part, own, depth, piped=fed)
+            verdict.merge(own)
+            fed = "a download" if own.risk == Risk.network or fed == "a download" else "output"
         return
     if kind == "command":
         _judge_command(node, verdict, depth, piped)
@@ -188,12 +197,13 @@ def _children(node: bashlex.ast.node) -> Iterator[bashlex.ast.node]:
             yield child
 
 
-def _judge_command(node: bashlex.ast.node, verdict: _Verdict, depth: int, piped: bool) -> None:
+def _judge_command(node: bashlex.ast.node, verdict: _Verdict, depth: int, piped: str | None) -> None:
     words: list[str] = []
-    computed_name = False
+    computed_name = substituted = False
     for part in node.parts:
         for sub in _substitutions(part):
-            _walk(sub, verdict, depth, piped=False)
+            substituted = substituted or part.kind == "word"
+            _walk(sub, verdict, depth, piped=None)
         if part.kind == "word":
             if not words and any(p.kind in ("commandsubstitution", "parameter") for p in part.parts or []):
                 computed_name = True
@@ -205,7 +215,11 @@ def _judge_command(node: bashlex.ast.node, verdict: _Verdict, depth: int, piped:
             _judge_redirect(part, verdict, words)
     if computed_name:
         verdict.add(Risk.destructive, "the program to run is only known at run time")
-    _judge_words(words, verdict, depth, piped=piped)
+    own = _Verdict()
+    _judge_words(words, own, depth, piped=piped)
+    if substituted and own.risk != Risk.read_only:  # `rm $(...)`: which files is decided out of sight
+        own.add(Risk.destructive, "command substitution decides its arguments at run time")
+    verdict.merge(own)
 
 
 def _substitutions(node: bashlex.ast.node) -> Iterator[bashlex.ast.node]:
@@ -240,7 +254,7 @@ def _program(word: str) -> str:
     return word.rsplit("/", 1)[-1]
 
 
-def _judge_words(words: list[str], verdict: _Verdict, depth: int, *, piped: bool) -> None:
+def _judge_words(words: list[str], verdict: _Verdict, depth: int, *, piped: str | None) -> None:
     """One simple command, given as its words (after quote removal)."""
     while words and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", words[0]):
         words = words[1:]  # leading VAR=value assignments
@@ -253,7 +267,7 @@ def _judge_words(words: list[str], verdict: _Verdict, depth: int, *, piped: bool
         inner = _unwrap(prog, args, verdict, depth)
         if inner is None:
             return _judge_wrapper_alone(prog, verdict)
-        return _judge_words(inner, verdict, depth, piped=piped or prog == "xargs")
+        return _judge_words(inner, verdict, depth, piped=piped or ("output" if prog == "xargs" else None))
     if prog == "eval":
         return _judge_script(" ".join(args), verdict, depth + 1)
     if prog in ("python", "python3") and args[:2] == ["-m", "pip"]:
@@ -268,7 +282,7 @@ def _judge_words(words: list[str], verdict: _Verdict, depth: int, *, piped: bool
         return _judge_git(args, verdict)
     if prog == "rm":
         recursive = any(a in ("-r", "-R", "--recursive") or re.match(r"^-[a-zA-Z]*[rR]", a) for a in args)
-        return verdict.add(Risk.destructive, "rm -r deletes whole directories for good" if recursive
+        return verdict.add(Risk.destructive, "rm -r deletes files for good, whole directories included" if recursive
                            else "rm deletes files for good")
     if prog in ("chmod", "chown", "chgrp") and any(re.match(r"^(-[a-zA-Z]*R|--recursive)", a) for a in args):
         return verdict.add(Risk.destructive, "recursive permission/owner change")
@@ -319,7 +333,7 @@ def _judge_wrapper_alone(prog: str, verdict: _Verdict) -> None:
     verdict.add(Risk.read_only if prog in ("env", "time") else Risk.modifies_files)
 
 
-def _judge_interpreter(prog: str, args: list[str], verdict: _Verdict, depth: int, piped: bool) -> None:
+def _judge_interpreter(prog: str, args: list[str], verdict: _Verdict, depth: int, piped: str | None) -> None:
     """Shells and script interpreters: `-c` code is judged; code from a pipe or a download is not knowable."""
     if prog in _SHELLS:
         for i, arg in enumerate(args):
@@ -329,7 +343,8 @@ def _judge_interpreter(prog: str, args: list[str], verdict: _Verdict, depth: int
         return verdict.add(Risk.destructive, f"{prog} runs code produced by another command (e.g. a download)")
     script_args = [a for a in args if not a.startswith("-")]
     if piped and (not script_args or "-" in args):
-        return verdict.add(Risk.destructive, f"pipes text into {prog}, which runs it as code")
+        into = "a shell" if prog in _SHELLS else "an interpreter"
+        return verdict.add(Risk.destructive, f"pipes {piped} straight into {into} ({prog}), which runs it as code")
     verdict.add(Risk.modifies_files)  # runs a script or inline code we cannot see into
 
 
@@ -341,7 +356,7 @@ def _judge_find(args: list[str], verdict: _Verdict, depth: int) -> None:
             verdict.add(Risk.destructive, "find -delete deletes every file it matches")
         elif arg in ("-exec", "-execdir", "-ok", "-okdir"):
             end = next((j for j in range(i + 1, len(args)) if args[j] in (";", "+")), len(args))
-            _judge_words(args[i + 1:end], verdict, depth, piped=False)
+            _judge_words(args[i + 1:end], verdict, depth, piped=None)
             i = end
         elif arg in ("-fprint", "-fprint0", "-fprintf", "-fls"):
             verdict.add(Risk.modifies_files)
