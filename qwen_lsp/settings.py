@@ -7,6 +7,9 @@ Explicit overrides are what the editor sends (LSP initializationOptions,
 from __future__ import annotations
 
 from dataclasses import dataclass
+import logging
+import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +25,8 @@ from pydantic_settings import (
 )
 
 from qwen_lsp.files import folder_problem
+
+log = logging.getLogger(__name__)
 
 
 class SamplingPreset(BaseModel):
@@ -48,6 +53,22 @@ class Budgets(BaseModel):
     git: int = 2_048
     files: int = 16_384
     task: int = 4_096
+
+
+class Limits(BaseModel):
+    """Bounds on what model output may cost: its size, the files it writes, the work its tools do,
+    and the time a whole fix may take. Each is a refusal the model or the user is told about."""
+
+    fix_deadline_seconds: float = 1200.0  # the whole fix: context, plan, patch rounds, validation
+    stream_idle_seconds: float = 120.0  # no byte from the model server for this long: the answer is abandoned
+    answer_max_bytes: int = 2_000_000  # text of one answer (reasoning + content + tool arguments)
+    edit_max_bytes: int = 256_000  # new text of one edit_file / create_file call
+    file_max_bytes: int = 2_000_000  # any file a fix would write, after its edits
+    search_pattern_max_chars: int = 1_000
+    search_file_max_bytes: int = 1_000_000  # search_code skips larger files (and says so)
+    search_total_max_bytes: int = 50_000_000  # search_code stops after reading this much
+    search_max_matches: int = 50
+    parse_check_seconds: float = 1.0  # per tree-sitter parse; a slower file is left unchecked, not failed
 
 
 class Settings(BaseSettings):
@@ -81,6 +102,7 @@ class Settings(BaseSettings):
     run_model_verify_commands: bool = True  # only allow-listed test runners, in a temp copy
 
     budgets: Budgets = Field(default_factory=Budgets)
+    limits: Limits = Field(default_factory=Limits)
 
     # Language server
     review_on_save: bool = False
@@ -174,7 +196,9 @@ def _layers(workspace: Path | None, overrides: dict[str, Any] | None,
     pyproject = workspace / "pyproject.toml" if workspace else None
     if pyproject is not None and pyproject.is_file():
         try:
-            layers.append((PYPROJECT, PyprojectTomlConfigSettingsSource(_PyprojectSettings, pyproject)()))
+            table = PyprojectTomlConfigSettingsSource(_PyprojectSettings, pyproject)()
+            trusted = workspace is not None and workspace_trusted(workspace, _clean(overrides or {}))
+            layers.append((PYPROJECT, repo_settings(table, pyproject, trusted=trusted)))
         except (OSError, ValueError) as exc:  # tomllib.TOMLDecodeError is a ValueError
             if dropped is None:
                 raise
@@ -259,3 +283,59 @@ def describe_invalid(exc: ValidationError) -> str:
         f"{'.'.join(str(p) for p in e['loc'])}: {e['msg'].removeprefix('Value error, ')}"
         for e in exc.errors(include_url=False, include_input=False)
     )
+
+
+# -- repository settings are untrusted ---------------------------------------------------------
+
+TRUSTED_WORKSPACES_ENV = "QWEN_LSP_TRUSTED_WORKSPACES"
+# What a repository's own [tool.qwen-lsp] may not set unless the user trusts the repository:
+# where the prompt and the API key go, request headers, where files are written, what runs.
+PRIVILEGED_KEYS = frozenset({"base_url", "api_key", "session_id", "cache_dir", "run_model_verify_commands"})
+_PRIVILEGED_NAME = re.compile(r"url|api_key|header|command|secret|password|trusted")
+
+
+def workspace_trusted(workspace: Path, overrides: dict[str, Any]) -> bool:
+    """Whether the user's own settings trust `workspace`: it is (inside) a root listed in
+    $QWEN_LSP_TRUSTED_WORKSPACES (os.pathsep-separated) or the editor setting `trustedWorkspaces`."""
+    listed = [p for p in os.environ.get(TRUSTED_WORKSPACES_ENV, "").split(os.pathsep) if p]
+    from_editor = overrides.get("trusted_workspaces") or []
+    listed += [from_editor] if isinstance(from_editor, str) else [str(p) for p in from_editor]
+    real = Path(os.path.realpath(workspace))
+    for root in listed:
+        trusted_root = Path(os.path.realpath(os.path.expanduser(root)))
+        if real == trusted_root or trusted_root in real.parents:
+            return True
+    return False
+
+
+def repo_settings(table: dict[str, Any], source: Path, *, trusted: bool) -> dict[str, Any]:
+    """The part of a repository's [tool.qwen-lsp] table that applies: all of it in a trusted
+    workspace, else everything but the privileged keys (at any depth), with a warning."""
+    if trusted:
+        return table
+    kept, ignored = _without_privileged(table, "")
+    if ignored:
+        log.warning(
+            "qwen-lsp: ignoring %s from %s: a repository's settings may not choose the model server, its key "
+            "or headers, or run commands. If you trust this repository, add it to %s.",
+            ", ".join(ignored), source, TRUSTED_WORKSPACES_ENV,
+        )
+    return kept
+
+
+def _privileged(key: str) -> bool:
+    return key in PRIVILEGED_KEYS or bool(_PRIVILEGED_NAME.search(key.lower()))
+
+
+def _without_privileged(table: dict[str, Any], prefix: str) -> tuple[dict[str, Any], list[str]]:
+    kept: dict[str, Any] = {}
+    ignored: list[str] = []
+    for key, value in table.items():
+        if _privileged(key):
+            ignored.append(prefix + key)
+        elif isinstance(value, dict):
+            kept[key], deeper = _without_privileged(value, f"{prefix}{key}.")
+            ignored += deeper
+        else:
+            kept[key] = value
+    return kept, ignored

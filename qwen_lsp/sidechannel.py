@@ -2,7 +2,10 @@
 workspace so `qfix` (or a shell hook) can make the editor show the same
 diagnostics it would show for `qwen/terminalOutput` from the editor's own terminal.
 
-Socket: `<cache_dir>/run/<sha256(real workspace path)[:16]>.sock`, mode 0600.
+Socket: `<cache_dir>/run/<sha256(real workspace path)[:16]>.sock`, mode 0600; when that path is
+too long for a socket address, `$XDG_RUNTIME_DIR/qwen-lsp/` or else `$TMPDIR/qwen-lsp-<uid>/`.
+Its directory must be ours and private (0700): both ends check that on every use and refuse
+otherwise, since a directory another local user created could hold their socket.
 Messages: LSP-framed JSON-RPC notifications (`Content-Length: N\\r\\n\\r\\n{json}`);
 only `qwen/terminalOutput` is accepted, nothing is ever answered.
 """
@@ -16,6 +19,7 @@ import json
 import logging
 import os
 import socket
+import stat
 import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -34,6 +38,10 @@ def _key(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 
+class UnsafeSocketDir(PermissionError):
+    """The socket's directory is not a private directory of this user."""
+
+
 def socket_path(workspace: Path, cache_dir: Path) -> Path:
     """Where a server for `workspace` listens. Deep cache directories (long temp paths) would
     exceed the Unix socket address limit; then a short per-user directory is used instead,
@@ -42,8 +50,39 @@ def socket_path(workspace: Path, cache_dir: Path) -> Path:
     path = Path(cache_dir) / "run" / f"{_key(real)}.sock"
     if len(os.fsencode(str(path))) <= MAX_SOCKET_PATH:
         return path
-    short_dir = Path(tempfile.gettempdir()) / f"qwen-lsp-{os.getuid()}"
-    return short_dir / f"{_key(os.path.realpath(cache_dir) + os.sep + real)}.sock"
+    name = f"{_key(os.path.realpath(cache_dir) + os.sep + real)}.sock"
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime and os.path.isabs(runtime) and len(os.fsencode(os.path.join(runtime, "qwen-lsp", name))) <= MAX_SOCKET_PATH:
+        return Path(runtime) / "qwen-lsp" / name
+    return Path(tempfile.gettempdir()) / f"qwen-lsp-{os.getuid()}" / name
+
+
+def private_dir(directory: Path, *, create: bool) -> bool:
+    """Check (and with `create`, make) `directory` as a 0700 directory owned by us.
+
+    False when it does not exist and `create` is off. Raises UnsafeSocketDir when it is a
+    symlink, not a directory, someone else's, or open to group/others."""
+    if create:
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileExistsError):
+            directory.mkdir(mode=0o700)
+    try:
+        st = os.lstat(directory)
+    except FileNotFoundError:
+        return False
+    problem = None
+    if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+        problem = "not a plain directory"
+    elif st.st_uid != os.getuid():
+        problem = f"owned by uid {st.st_uid}, not by you (uid {os.getuid()})"
+    elif stat.S_IMODE(st.st_mode) & 0o077:
+        problem = f"mode {stat.S_IMODE(st.st_mode):04o}, open to other users (must be 0700)"
+    if problem:
+        raise UnsafeSocketDir(
+            f"refusing the qwen-lsp socket directory {directory}: it is {problem}, so another user could "
+            f"intercept what qfix sends. Remove it (or `chmod 700` it if it is yours) and try again."
+        )
+    return True
 
 
 def frame(method: str, params: Any) -> bytes:
@@ -65,8 +104,12 @@ def notify_running_server(
     start = Path(os.path.abspath(workspace))
     for directory in (start, *start.parents):
         path = socket_path(directory, cache_dir)
-        if not path.exists():
-            continue
+        try:
+            if not private_dir(path.parent, create=False) or not path.exists():
+                continue
+        except UnsafeSocketDir as exc:
+            log.warning("%s", exc)
+            return False
         try:
             with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
                 sock.settimeout(timeout)
@@ -118,7 +161,7 @@ class Listener:
 
     async def start(self) -> bool:
         """Listen; False when another live server already owns the socket (first one wins)."""
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_dir(self.path.parent, create=True)  # raises UnsafeSocketDir (an OSError)
         if self.path.exists() or self.path.is_symlink():
             if await _alive(self.path):
                 log.info("another qwen-lsp already listens on %s", self.path)

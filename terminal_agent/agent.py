@@ -27,7 +27,7 @@ from pydantic import ValidationError
 
 from qwen_lsp.apply import ApplyError, RollbackFailed, apply_changes
 from qwen_lsp.engine.protected import ProtectedPath
-from qwen_lsp.llm.client import ModelServerError
+from qwen_lsp.llm.client import ModelServerError, RequestRejected
 from qwen_lsp.engine.loop import Engine
 from qwen_lsp.types import FileChange, FixResult, Risk, Task
 from qwen_lsp.wire import TerminalOutput
@@ -230,6 +230,10 @@ def run(opts: Options, ran: tuple[list[str], Finished] | None = None) -> int:
             report.exit_status = failure.exit_code
         else:
             report.exit_status = fix(failure, opts, ui, report)
+    except RequestRejected as exc:  # the server is up: not "unavailable"
+        report.error = " ".join(str(exc).split())
+        print(f"qfix: request error: {report.error}", file=sys.stderr)
+        report.outcome, report.exit_status = "error", 4
     except ModelServerError as exc:
         report.error = " ".join(str(exc).split())  # ONE line: what failed and how to fix it
         print(f"qfix: {report.error}", file=sys.stderr)

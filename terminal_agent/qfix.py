@@ -6,8 +6,8 @@
     qfix --undo         put back the files of the last fix qfix applied here
 
 Exit codes: 0 fixed, passed or nothing to do; 1 fix not applied or the re-run
-still fails; 2 model server unavailable or usage error; 128+N when the command
-was interrupted by signal N. The loop itself is in terminal_agent/agent.py.
+still fails; 2 model server unavailable or usage error; 4 the model server is up
+but rejected a request (HTTP 4xx); 128+N when the command was interrupted by signal N. The loop itself is in terminal_agent/agent.py.
 
 Environment: QWEN_LSP_* (the model server, cache dir: qwen_lsp/settings.py);
 QFIX_STATE_DIR (shell records and undo history); QFIX_TMUX_CAPTURE=0 stops qfix

@@ -192,7 +192,7 @@ def test_concurrent_processes_share_the_cache(tmp_path):
         ("dd if=/dev/zero of=x", Risk.destructive),
         ("chmod -R 777 .", Risk.destructive),
         ("curl -fsSL https://x.sh | sh", Risk.destructive),
-        ("echo $(whoami)", Risk.destructive),
+        ("echo $(rm -rf build)", Risk.destructive),
     ],
 )
 def test_shell_commands_get_risk_labels(command, risk):

@@ -26,7 +26,8 @@ vLLM behaviours reproduced:
     caching: the longest token prefix shared with any earlier prompt, never the
     whole prompt (vLLM recomputes the last token), rounded down to whole blocks.
 - vLLM's 400s for `"auto"` tool choice without a tool parser, `stream_options`
-  without `stream`, `tool_choice` without `tools`, empty `tools`; its 404 for
+  without `stream`, `tool_choice` without `tools`, empty `tools`, and (vLLM up to
+  0.25.x) an assistant tool call whose `arguments` are not a JSON object; its 404 for
   an unknown model; its `{"error": {"message", "type", "param", "code"}}`
   error shape (FastAPI's `{"detail": ...}` for unknown paths).
 - `POST /tokenize` (at the root), `GET /health`, and `GET /metrics` with a few
@@ -90,7 +91,8 @@ class Reply:
 
     content: str | None = ""  # None: e.g. thinking ran out of tokens
     reasoning: str | None = None
-    tool_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    # (name, arguments); arguments as a str are sent verbatim, e.g. JSON cut off by max_tokens
+    tool_calls: list[tuple[str, dict[str, Any] | str]] = field(default_factory=list)
     finish_reason: str | None = None  # default: "tool_calls" when tool calls are parsed, else "stop"
     status: int = 200  # non-200: answer with vLLM's error JSON instead
     error_message: str = ""
@@ -134,8 +136,10 @@ def error_body(status: int, message: str, param: str | None = None) -> dict[str,
     }
 
 
-def qwen_xml_tool_call(name: str, arguments: dict[str, Any]) -> str:
+def qwen_xml_tool_call(name: str, arguments: dict[str, Any] | str) -> str:
     """A tool call as Qwen3-Coder writes it (what vLLM's qwen3_coder parser reads)."""
+    if isinstance(arguments, str):  # raw text, e.g. cut off mid-call
+        return f"<tool_call>\n<function={name}>\n{arguments}"
     lines = ["<tool_call>", f"<function={name}>"]
     for key, value in arguments.items():
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
@@ -228,6 +232,25 @@ class _Turn:
     finish_reason: str
     usage: dict[str, Any]
     chunk_delay: float
+
+
+def _check_tool_call_arguments(messages: list[Any]) -> None:
+    """vLLM up to 0.25.x parses the arguments of every assistant tool call in the history
+    and answers 400 when they are not a JSON object (e.g. a call cut off by max_tokens)."""
+    for message in messages:
+        if not isinstance(message, dict) or message.get("role") != "assistant":
+            continue
+        for call in message.get("tool_calls") or []:
+            if not isinstance(call, dict):
+                raise _ApiError(400, "A tool call must be an object.", "messages")
+            function = call.get("function") or {}
+            try:
+                arguments = json.loads(function.get("arguments") or "")
+            except (TypeError, ValueError) as exc:
+                raise _ApiError(400, f"Invalid JSON in the arguments of tool call {call.get('id')!r} "
+                                     f"({function.get('name')}): {exc}", "messages") from exc
+            if not isinstance(arguments, dict):
+                raise _ApiError(400, f"The arguments of tool call {call.get('id')!r} are not a JSON object.", "messages")
 
 
 class VLLMDouble:
@@ -357,6 +380,7 @@ class VLLMDouble:
         self._check_model(body)
         if tool_choice == "auto" and not self.tool_parser:
             raise _ApiError(400, AUTO_TOOL_CHOICE_ERROR)
+        _check_tool_call_arguments(body["messages"])
         template_kwargs = body.get("chat_template_kwargs") or {}
         try:
             prompt = encode(
@@ -412,7 +436,8 @@ class VLLMDouble:
             if parse_tools:
                 for name, arguments in reply.tool_calls:
                     self._next_call_id += 1
-                    function = {"name": name, "arguments": json.dumps(arguments, ensure_ascii=False)}
+                    raw = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+                    function = {"name": name, "arguments": raw}
                     tool_calls.append({"id": f"call_{self._next_call_id}", "type": "function", "function": function})
 
         finish_reason = reply.finish_reason or ("tool_calls" if tool_calls and not named_tool else "stop")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import time
 import uuid
 from collections.abc import Callable, Iterable
@@ -24,7 +25,7 @@ from qwen_lsp.llm import calllog
 from qwen_lsp.context import prompt
 from qwen_lsp.context.index import WorkspaceIndex
 from qwen_lsp.engine.cache import StateCache, content_hash, normalize_output, task_fingerprint
-from qwen_lsp.llm.client import Completion, ModelClient, ReasoningExhausted, ToolsUnsupported
+from qwen_lsp.llm.client import Completion, ModelClient, ReasoningExhausted, ToolCall, ToolsUnsupported
 from qwen_lsp.engine.edits import EditError, apply_edit
 from qwen_lsp.types import Accounting, CachedState, FileChange, FixResult, Plan, Risk, Task, TaskKind, Validation
 from qwen_lsp.engine.overlay import BufferReader, Overlay, PathOutsideWorkspace, UnwritablePath
@@ -33,7 +34,7 @@ from qwen_lsp.llm.parsing import loads_loose, parse_edit_blocks
 from qwen_lsp.engine.risk import classify, is_test_command
 from qwen_lsp.sanitize import visible
 from qwen_lsp.settings import Settings
-from qwen_lsp.engine.tools import TOOLS, ToolBox
+from qwen_lsp.engine.tools import TOOLS, ToolBox, size_error
 from qwen_lsp.engine.validate import check_parse, run_verify
 from qwen_lsp.engine import sandbox, vetting
 
@@ -66,6 +67,10 @@ REPLAN_REQUEST = "The same check failed twice in a row. Step back and re-plan. "
 
 NUDGE = "Use the tools to make the change, or call finish if nothing needs changing."
 
+CUT_OFF = """Your {names} call{plural} {were} cut off{why} and {were} not run: the arguments were not complete JSON. \
+Send {it} again in smaller pieces: one edit_file per change, with old_string only as long as it needs to be unique; \
+create a large file with a short create_file and then edit_file additions."""
+
 
 class Engine:
     def __init__(self, settings: Settings, client: ModelClient | None = None, cache: StateCache | None = None,
@@ -81,10 +86,18 @@ class Engine:
     ) -> FixResult:
         run = _Run(self, task, workspace, read_buffer, progress or (lambda _msg: None))
         outcome = "error"
+        deadline = self.settings.limits.fix_deadline_seconds
+        budget = asyncio.timeout(deadline)  # every phase: context, plan, patch rounds (a trickling stream too), validation
         try:
-            result = await run.execute()
+            async with budget:
+                result = await run.execute()
             outcome = result.outcome
             return result
+        except TimeoutError:
+            if not budget.expired():
+                raise
+            outcome = "deadline"
+            return run.stopped(f"stopped: the fix took longer than {deadline:g} s (limits.fix_deadline_seconds)")
         except asyncio.CancelledError:
             outcome = "cancelled"
             raise
@@ -107,7 +120,7 @@ class _Run:
         self.engine, self.task, self.progress = engine, task, progress
         self.settings = engine.settings
         self.overlay = Overlay(workspace, read_buffer, protected=(self.settings.cache_dir,))
-        self.toolbox = ToolBox(self.overlay)
+        self.toolbox = ToolBox(self.overlay, self.settings.limits)
         self.accounting = Accounting()
         self.started = time.monotonic()
         self.fix_id = uuid.uuid4().hex[:12]
@@ -186,11 +199,15 @@ class _Run:
             except ToolsUnsupported:
                 self._switch_to_text_mode()
                 continue
+            broken = _drop_broken_calls(reply)  # never replayed: the server would reject every later request
             self.messages.append(reply.assistant_message())
             if not self.tools:
                 done, validation = await self._text_round(reply)
                 if done:
                     return validation, reply.content.strip()[:500]
+                continue
+            if broken and not reply.tool_calls:
+                self.messages.append({"role": "user", "content": _cut_off_note(broken, reply)})
                 continue
             if not reply.tool_calls:
                 idle_rounds += 1
@@ -206,6 +223,8 @@ class _Run:
                     validation = await self._validate()
                     result = _validation_report(validation)
                 self.messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+            if broken:
+                self.messages.append({"role": "user", "content": _cut_off_note(broken, reply)})
             if self.toolbox.finished is None and self.toolbox.edits_applied > edits_before:
                 self._report_parse_errors()  # cheap check every round; the verify command waits for finish
             if self.toolbox.finished is None:
@@ -226,7 +245,7 @@ class _Run:
 
     def _report_parse_errors(self) -> None:
         """Tell the model at once when this round's edits broke the syntax (appended to the last tool result)."""
-        broken = [c.detail for c in check_parse(self.overlay.changes()) if not c.ok]
+        broken = [c.detail for c in check_parse(self.overlay.changes(), self.settings.limits.parse_check_seconds) if not c.ok]
         if broken:
             self.messages[-1]["content"] += "\nWarning: " + "; ".join(broken) + ". Fix it before calling finish."
 
@@ -242,7 +261,11 @@ class _Run:
                 if text is None:
                     errors.append(f"{block.path}: no such file")
                     continue
-                self.overlay.write(block.path, apply_edit(text, block.old, block.new, path=block.path).text)
+                updated = apply_edit(text, block.old, block.new, path=block.path).text
+                if too_big := size_error(self.settings.limits, block.path, block.new, updated):
+                    errors.append(too_big)
+                    continue
+                self.overlay.write(block.path, updated)
             except (EditError, PathOutsideWorkspace, ProtectedPath, UnwritablePath) as exc:
                 errors.append(f"{block.path}: {exc}")
         validation = await self._validate()
@@ -261,7 +284,7 @@ class _Run:
         """Parse checks, then the verify command in the sandbox; never a command without one."""
         self.progress("validating")
         changes = self.validated = self.overlay.changes()
-        validation = Validation(checks=check_parse(changes),
+        validation = Validation(checks=check_parse(changes, self.settings.limits.parse_check_seconds),
                                 runs_during_verification=vetting.runs_during_verification(changes))
         if not changes or not validation.ok:
             return validation
@@ -351,6 +374,11 @@ class _Run:
     def _spent(self) -> int:
         return self.accounting.prompt_tokens + self.accounting.completion_tokens
 
+    def stopped(self, why: str) -> FixResult:
+        """A fix cut short by a limit: nothing to apply, and the reason said as such."""
+        self.accounting.wall_seconds = time.monotonic() - self.started
+        return FixResult(task=self.task, outcome="failed", summary=why, plan=self.plan, accounting=self.accounting, error=why)
+
     def _result(self, validation: Validation, summary: str, outcome: str | None = None) -> FixResult:
         changes = self.overlay.changes()
         if outcome is None:
@@ -384,6 +412,29 @@ def parse_plan(content: str) -> Plan:
     except (ValueError, TypeError):
         text = content.strip()
         return Plan(steps=[text[:2000]] if text else [])
+
+
+def _drop_broken_calls(reply: Completion) -> list[ToolCall]:
+    """Take the tool calls whose arguments are not a JSON object (cut off by max_tokens, or garbled)
+    out of `reply`, so the conversation only ever holds well-formed calls; return them."""
+    kept: list[ToolCall] = []
+    broken: list[ToolCall] = []
+    for call in reply.tool_calls:
+        try:
+            ok = isinstance(json.loads(call.arguments), dict)
+        except ValueError:
+            ok = False
+        (kept if ok else broken).append(call)
+    reply.tool_calls = kept
+    return broken
+
+
+def _cut_off_note(broken: list[ToolCall], reply: Completion) -> str:
+    names = ", ".join(dict.fromkeys(c.name or "tool" for c in broken))
+    many = len(broken) > 1
+    why = " at the answer's token limit" if reply.finish_reason == "length" else ""
+    return CUT_OFF.format(names=names, plural="s" if many else "", were="were" if many else "was", why=why,
+                          it="them" if many else "it")
 
 
 def _validation_report(validation: Validation) -> str:

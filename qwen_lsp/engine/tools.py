@@ -8,9 +8,11 @@ from __future__ import annotations
 import fnmatch
 import json
 import logging
-import re
+import os
+import stat
 from typing import Any
 
+import re2
 from pydantic import ValidationError
 
 from qwen_lsp.engine import risk
@@ -19,11 +21,16 @@ from qwen_lsp.engine.tool_args import ARGUMENTS, describe_errors
 from qwen_lsp.types import ShellSuggestion
 from qwen_lsp.engine.overlay import Overlay, PathOutsideWorkspace, UnwritablePath
 from qwen_lsp.engine.protected import ProtectedPath
+from qwen_lsp.settings import Limits
 
 log = logging.getLogger(__name__)
 
 READ_LIMIT = 400  # lines per read_file call
-SEARCH_LIMIT = 50  # matches per search_code call
+
+# RE2 runs in time linear in the text: no pattern can backtrack for hours. It refuses what would
+# need backtracking (backreferences, lookaround), which the model is told so it can rephrase.
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False
 
 
 def _fn(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
@@ -43,7 +50,8 @@ _INT = {"type": "integer"}
 TOOLS: list[dict[str, Any]] = [
     _fn("read_file", "Read a workspace file. Lines come numbered as `N|text`; the `N|` prefix is not part of the file.",
         {"path": _STR, "start_line": _INT, "end_line": _INT}, ["path"]),
-    _fn("search_code", "Search workspace files with a Python regular expression; optional glob such as `*.py`.",
+    _fn("search_code", "Search workspace files line by line with an RE2 regular expression (no backreferences "
+        "or lookaround); optional glob such as `*.py`.",
         {"pattern": _STR, "glob": _STR}, ["pattern"]),
     _fn("edit_file", "Replace old_string with new_string in a file. old_string must match the file uniquely; "
         "copy it from read_file without the `N|` prefixes and include enough lines to be unique.",
@@ -55,11 +63,22 @@ TOOLS: list[dict[str, Any]] = [
 ]
 
 
+def size_error(limits: Limits, path: str, new_text: str | None, updated: str | None) -> str | None:
+    """Why an edit is refused for its size (the new text of one edit, or the whole file after it), or None."""
+    if new_text is not None and (n := len(new_text.encode("utf-8", "surrogateescape"))) > limits.edit_max_bytes:
+        return (f"Error: this edit to {path} adds {n} bytes; one edit may add at most {limits.edit_max_bytes}. "
+                "Make the change in smaller edits.")
+    if updated is not None and (n := len(updated.encode("utf-8", "surrogateescape"))) > limits.file_max_bytes:
+        return f"Error: {path} would be {n} bytes after this edit; files may be at most {limits.file_max_bytes}."
+    return None
+
+
 class ToolBox:
     """Runs tool calls against one overlay and remembers suggestions and the finish call."""
 
-    def __init__(self, overlay: Overlay) -> None:
+    def __init__(self, overlay: Overlay, limits: Limits | None = None) -> None:
         self.overlay = overlay
+        self.limits = limits or Limits()
         self.suggestions: list[ShellSuggestion] = []
         self.finished: str | None = None
         self.edits_applied = 0
@@ -116,30 +135,78 @@ class ToolBox:
         return f"{rel} (lines {start}-{end} of {len(lines)}):\n{body}{more}{note}"
 
     def _search_code(self, pattern: str, glob: str | None = None) -> str:
+        limits = self.limits
+        if len(pattern) > limits.search_pattern_max_chars:
+            return f"Error: the pattern has {len(pattern)} characters; use at most {limits.search_pattern_max_chars}."
         try:
-            regex = re.compile(pattern)
-        except re.error as exc:
-            return f"Error: bad regular expression: {exc}"
+            regex = re2.compile(pattern, _RE2_OPTIONS)
+            # Whole-file prefilter: most files have no match. (\A and \z mean "line start/end" only per line.)
+            prefilter = None if ("\\A" in pattern or "\\z" in pattern) else re2.compile("(?m)" + pattern, _RE2_OPTIONS)
+        except re2.error as exc:
+            reason = exc.args[0].decode("utf-8", "replace") if exc.args and isinstance(exc.args[0], bytes) else str(exc)
+            return (f"Error: search_code refused the pattern ({reason}). It uses RE2 syntax: no backreferences or "
+                    "lookaround. Search for a simpler pattern or a plain substring instead.")
         hits: list[str] = []
+        skipped: list[str] = []
+        scanned = 0
         for rel in self.overlay.files():
             if glob and not fnmatch.fnmatch(rel, glob) and not fnmatch.fnmatch(rel.rsplit("/", 1)[-1], glob):
                 continue
-            text = self.overlay.read(rel) or ""
+            size = self._searchable_size(rel)
+            if size is None:
+                continue
+            if size > limits.search_file_max_bytes:
+                skipped.append(rel)
+                continue
+            if scanned + size > limits.search_total_max_bytes:
+                return self._search_report(hits, skipped, f"stopped after reading {scanned // 1_000_000} MB; narrow the glob")
+            try:
+                text = self.overlay.read(rel) or ""
+            except PathOutsideWorkspace:
+                continue  # e.g. a symlink out of the workspace: not ours to read
+            scanned += size
+            if not text.isascii():
+                text = text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")  # RE2 needs valid UTF-8
+            if prefilter is not None and not prefilter.search(text):
+                continue
             for n, line in enumerate(text.splitlines(), 1):
                 if regex.search(line):
                     hits.append(f"{rel}:{n}: {line.strip()[:200]}")
-                    if len(hits) >= SEARCH_LIMIT:
-                        return "\n".join(hits) + f"\n[stopped at {SEARCH_LIMIT} matches]"
-        return "\n".join(hits) or "No matches."
+                    if len(hits) >= limits.search_max_matches:
+                        return self._search_report(hits, skipped, f"stopped at {limits.search_max_matches} matches")
+        return self._search_report(hits, skipped, None)
+
+    def _searchable_size(self, rel: str) -> int | None:
+        """Bytes of a regular file (None: a FIFO, device or dangling link, never opened)."""
+        try:
+            st = os.stat(self.overlay.root / rel)
+        except OSError:
+            text = self.overlay.read(rel)  # only in the overlay: created by this fix
+            return None if text is None else len(text.encode("utf-8", "surrogateescape"))
+        return st.st_size if stat.S_ISREG(st.st_mode) else None
+
+    def _search_report(self, hits: list[str], skipped: list[str], stopped: str | None) -> str:
+        lines = hits or ["No matches."]
+        if skipped:
+            shown = ", ".join(skipped[:5]) + (f" and {len(skipped) - 5} more" if len(skipped) > 5 else "")
+            lines.append(f"[not searched, larger than {self.limits.search_file_max_bytes} bytes: {shown}; "
+                         "read_file them in parts if needed]")
+        if stopped:
+            lines.append(f"[{stopped}]")
+        return "\n".join(lines)
 
     def _edit_file(self, path: str, old_string: str, new_string: str) -> str:
         text = self.overlay.read(path)
         if text is None:
             return f"Error: {path} does not exist. Use create_file for a new file."
+        if too_big := size_error(self.limits, path, new_string, None):
+            return too_big
         try:
             outcome = apply_edit(text, old_string, new_string, path=path)
         except EditError as exc:
             return f"Error: {exc}"
+        if too_big := size_error(self.limits, path, None, outcome.text):
+            return too_big
         self.overlay.write(path, outcome.text)
         self.edits_applied += 1
         how = "" if outcome.strategy == "exact" else f" (matched {outcome.strategy}, similarity {outcome.similarity:.2f})"
@@ -148,6 +215,8 @@ class ToolBox:
     def _create_file(self, path: str, content: str) -> str:
         if self.overlay.exists(path):
             return f"Error: {path} already exists. Use edit_file to change it."
+        if too_big := size_error(self.limits, path, content, content):
+            return too_big
         self.overlay.write(path, content)
         self.edits_applied += 1
         return f"Created {self.overlay.relpath(path)} ({len(content.splitlines())} lines)."

@@ -9,6 +9,7 @@ non-thinking (`enable_thinking: false`, the card's non-thinking preset).
 from __future__ import annotations
 
 import json
+import re
 import time
 from typing import Any
 
@@ -45,6 +46,11 @@ class ReasoningExhausted(ModelServerError):
 
 class ToolsUnsupported(ModelServerError):
     """The server refused tool calling (vLLM without --enable-auto-tool-choice)."""
+
+
+class RequestRejected(ModelServerError):
+    """The server is up and refused this request (HTTP 4xx): a bad request, key or model name,
+    not an outage. Retrying the same request cannot help."""
 
 
 class ToolCall(BaseModel):
@@ -93,7 +99,12 @@ class ModelClient:
         self._oai = AsyncOpenAI(
             base_url=settings.base_url,
             api_key=settings.api_key,
-            timeout=openai.Timeout(settings.request_timeout, connect=settings.connect_timeout),
+            # read: the longest silence between two streamed chunks (a silent server is given up on);
+            # a stream that keeps trickling is bounded by the answer size and the engine's deadline.
+            timeout=openai.Timeout(
+                settings.request_timeout, connect=settings.connect_timeout,
+                read=min(settings.request_timeout, settings.limits.stream_idle_seconds),
+            ),
             max_retries=settings.max_retries,  # SDK retries connection errors, 408/429/5xx with backoff
         )
         self._info: ServerInfo | None = None
@@ -183,7 +194,7 @@ class ModelClient:
         except openai.APIError as exc:
             raise self._explain(exc, "POST /chat/completions") from exc
         try:
-            return await _collect(stream, completion, started)
+            return await _collect(stream, completion, started, self.settings.limits.answer_max_bytes)
         except openai.APIError as exc:
             raise self._explain(exc, "streaming /chat/completions") from exc
         finally:
@@ -234,24 +245,37 @@ class ModelClient:
     def _explain(self, exc: openai.APIError, what: str) -> ModelServerError:
         url = self.settings.base_url
         if isinstance(exc, openai.APITimeoutError):
-            return ServerUnavailable(f"The model server at {url} did not answer {what} in time. {VLLM_HINT}")
+            idle = min(self.settings.request_timeout, self.settings.limits.stream_idle_seconds)
+            return ServerUnavailable(
+                f"The model server at {url} did not answer {what} in time (silent for {idle:g} s). {VLLM_HINT}"
+            )
         if isinstance(exc, openai.APIConnectionError):
             return ServerUnavailable(f"Cannot reach the model server at {url} ({what} failed: {exc}). {VLLM_HINT}")
         if isinstance(exc, openai.APIStatusError):
             message = _error_message(exc)
-            if exc.status_code == 400 and "tool" in message.lower():
+            if exc.status_code == 400 and re.search(r"tool.choice|tool-call-parser|tool calling", message, re.IGNORECASE):
                 return ToolsUnsupported(f"The model server at {url} refused tool calling: {message}")
+            if 400 <= exc.status_code < 500 and exc.status_code not in (408, 429):
+                return RequestRejected(
+                    f"The model server at {url} is up but rejected {what} with HTTP {exc.status_code}: {message}"
+                )
             error = ModelServerError(f"The model server at {url} answered {what} with HTTP {exc.status_code}: {message}")
             error.retryable = exc.status_code >= 500
             return error
         return ModelServerError(f"{what} at {url} failed: {exc}")
 
 
-async def _collect(stream: Any, completion: Completion, started: float) -> Completion:
+async def _collect(stream: Any, completion: Completion, started: float, max_bytes: int) -> Completion:
+    """Gather a streamed answer. Past `max_bytes` of text the stream is closed and the answer ends
+    as if cut off by max_tokens (finish_reason "length"): what was cut off is never used whole."""
     content: list[str] = []
     reasoning: list[str] = []
     calls: dict[int, dict[str, str]] = {}
+    size = 0
     async for chunk in stream:
+        if size > max_bytes:
+            completion.finish_reason = "length"
+            break
         if chunk.usage is not None:
             completion.prompt_tokens = chunk.usage.prompt_tokens or 0
             completion.completion_tokens = chunk.usage.completion_tokens or 0
@@ -266,14 +290,17 @@ async def _collect(stream: Any, completion: Completion, started: float) -> Compl
                 completion.ttft = completion.ttft or time.monotonic() - started
             if piece:
                 reasoning.append(piece)
+                size += _nbytes(piece)
             if delta.content:
                 content.append(delta.content)
+                size += _nbytes(delta.content)
             for tc in delta.tool_calls or []:
                 slot = calls.setdefault(tc.index, {"id": "", "name": "", "arguments": ""})
                 slot["id"] = tc.id or slot["id"]
                 if tc.function is not None:
                     slot["name"] += tc.function.name or ""
                     slot["arguments"] += tc.function.arguments or ""
+                    size += _nbytes(tc.function.arguments or "")
             if choice.finish_reason:
                 completion.finish_reason = choice.finish_reason
     completion.content = "".join(content)
@@ -283,6 +310,10 @@ async def _collect(stream: Any, completion: Completion, started: float) -> Compl
         for i, c in sorted(calls.items())
     ]
     return completion
+
+
+def _nbytes(text: str) -> int:
+    return len(text.encode("utf-8", "replace"))
 
 
 def _reasoning_of(delta: Any) -> str | None:

@@ -26,7 +26,7 @@ from qwen_lsp import __version__
 from qwen_lsp.engine.cache import StateCache
 from qwen_lsp.llm.client import ModelClient
 from qwen_lsp.sanitize import json_safe, visible
-from qwen_lsp.review.engine import SEVERITY_ORDER, DiffError, Finding, ReviewResult, parse_diff, review_diff
+from qwen_lsp.review.engine import DEFAULT_SEVERITY, SEVERITY_ORDER, DiffError, Finding, ReviewResult, parse_diff, review_diff
 from qwen_lsp.settings import Settings, describe_invalid, load_settings
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_UNAVAILABLE = 0, 1, 2, 3
@@ -120,32 +120,48 @@ def unavailable_warning(result: ReviewResult, on_unavailable: str) -> str:
 
 
 def format_text(result: ReviewResult, reader: IndexReader, fail_on: str) -> str:
-    """Findings grouped by file, each with its staged code line, then a summary."""
+    """Findings grouped by file, each with its staged code line, then context findings
+    (outside the staged hunks, never blocking), then a summary."""
+    out = _text_findings(result.findings, reader)
+    if result.context_findings:
+        out.append("Context: outside the staged hunks (not blocking)")
+        out += _text_findings(result.context_findings, reader)
+    out.append(summary(result, fail_on))
+    return visible("\n".join(out))  # model text and staged code: shown, never obeyed by the terminal
+
+
+def _text_findings(findings: list[Finding], reader: IndexReader) -> list[str]:
     out: list[str] = []
     by_file: dict[str, list[Finding]] = {}
-    for f in result.findings:
+    for f in findings:
         by_file.setdefault(f.path, []).append(f)
-    for path, findings in by_file.items():
+    for path, in_file in by_file.items():
         out.append(path)
-        for f in findings:
+        for f in in_file:
             span = f"{f.line}-{f.end_line}" if f.end_line else str(f.line)
-            out.append(f"  {span}: {f.severity} [{f.category}] {f.message}")
+            given = f" (model said {f.unknown_severity!r})" if f.unknown_severity else ""
+            out.append(f"  {span}: {f.severity}{given} [{f.category}] {f.message}")
             code = reader.line(path, f.line)
             if code is not None:
                 out.append(f"    {f.line:>5} | {code}")
             if f.suggestion:
                 out.append("    suggestion: " + f.suggestion.replace("\n", "\n                "))
         out.append("")
-    out.append(summary(result, fail_on))
-    return visible("\n".join(out))  # model text and staged code: shown, never obeyed by the terminal
+    return out
 
 
 def summary(result: ReviewResult, fail_on: str) -> str:
     counts = Counter(f.severity for f in result.findings)
-    if not result.findings:
+    if not result.findings and not result.context_findings:
         text = f"{TOOL}: no findings."
     else:
         text = f"{TOOL}: {counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} info."
+    if result.context_findings:
+        text += f" {len(result.context_findings)} more outside the staged hunks (context, not blocking)."
+    unknown = result.unknown_severities
+    if unknown:
+        named = ", ".join(f"{name!r} x{n}" for name, n in sorted(unknown.items()))
+        text += f" {sum(unknown.values())} finding(s) had an unknown severity ({named}), counted as {DEFAULT_SEVERITY}."
     blockers = blocking(result, fail_on)
     if blockers:
         text += f" Commit blocked: {len(blockers)} finding(s) at or above '{fail_on}' (--fail-on {fail_on})."

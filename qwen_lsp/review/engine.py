@@ -13,12 +13,13 @@ import asyncio
 import hashlib
 import json
 import re
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
@@ -43,8 +44,10 @@ Severity = Literal["error", "warning", "info"]
 ReadFile = Callable[[str], str | None]
 
 SEVERITY_ORDER: dict[str, int] = {"error": 0, "warning": 1, "info": 2}
+# A severity the model made up ("p1", "catastrophic") counts as this, and is counted and shown.
+DEFAULT_SEVERITY: Severity = "warning"
 # Bump when the prompt or the mapping changes, so cached reviews are not reused.
-REVIEW_VERSION = 1
+REVIEW_VERSION = 2
 MAX_HISTORY_FILES = 8
 
 _SEVERITY_WORDS = {
@@ -62,10 +65,12 @@ class Finding(BaseModel):
     category: str
     message: str
     suggestion: str | None = None
+    unknown_severity: str | None = None  # what the model wrote when it was not a severity we know
 
 
 class ReviewResult(BaseModel):
-    findings: list[Finding]
+    findings: list[Finding]  # on the staged hunks' lines: the ones that can block
+    context_findings: list[Finding] = Field(default_factory=list)  # outside the hunks: shown, never blocking
     cached: bool = False
     available: bool = True  # False: the model server could not be reached or timed out
     error: str | None = None  # set whenever the review did not happen; never a pass
@@ -76,6 +81,11 @@ class ReviewResult(BaseModel):
     @property
     def reviewed(self) -> bool:
         return self.available and self.error is None
+
+    @property
+    def unknown_severities(self) -> Counter[str]:
+        """How often each unknown severity was given (those findings count as DEFAULT_SEVERITY)."""
+        return Counter(f.unknown_severity for f in (*self.findings, *self.context_findings) if f.unknown_severity)
 
 
 FINDINGS_SCHEMA: dict[str, Any] = {
@@ -269,8 +279,11 @@ def parse_findings(content: str) -> list[Finding]:
         if not isinstance(item, dict):
             continue
         item = dict(item)
-        severity = str(item.get("severity") or "warning").strip().lower()
-        item["severity"] = _SEVERITY_WORDS.get(severity, severity)
+        given = str(item.get("severity") or DEFAULT_SEVERITY).strip().lower()
+        severity = _SEVERITY_WORDS.get(given, given)
+        if severity not in SEVERITY_ORDER:
+            severity, item["unknown_severity"] = DEFAULT_SEVERITY, given[:40]
+        item["severity"] = severity
         item["category"] = str(item.get("category") or "general").strip().lower() or "general"
         for optional in ("end_line", "suggestion"):
             if item.get(optional) in ("", 0):
@@ -282,18 +295,23 @@ def parse_findings(content: str) -> list[Finding]:
     return findings
 
 
-def map_findings(findings: list[Finding], files: list[ChangedFile]) -> list[Finding]:
-    """Snap each finding to the nearest changed line of its file, drop findings on
-    files outside the diff, de-duplicate, and sort by file, line and severity."""
+def map_findings(findings: list[Finding], files: list[ChangedFile]) -> tuple[list[Finding], list[Finding]]:
+    """(findings on the staged hunks, findings elsewhere in changed files), each de-duplicated and
+    sorted by file, line and severity. A finding within a hunk's lines snaps to the nearest changed
+    line of that hunk (models are often a line off); one outside every hunk keeps its line and is
+    context, never moved onto a changed line. Findings on files outside the diff are dropped."""
     targets = {f.path: f for f in files if f.reviewable}
-    out: dict[tuple[str, int, str, str], Finding] = {}
+    out: dict[tuple[str, int, str, str], tuple[Finding, bool]] = {}
     for finding in findings:
         changed = _match_path(finding.path, targets)
         if changed is None:
             continue
-        lines = changed.changed_lines
-        line = _nearest(finding.line, lines)
-        end = _nearest(finding.end_line, lines) if finding.end_line is not None else None
+        end = finding.end_line if finding.end_line is not None and finding.end_line > finding.line else None
+        hunks = [h for h in changed.hunks if finding.line <= h.target_end and h.target_start <= (end or finding.line)]
+        lines = sorted({n for h in hunks for n in (*h.added, *h.deleted_at)})
+        line = _nearest(finding.line, lines) if lines else finding.line
+        if lines and end is not None:
+            end = _nearest(end, lines)
         mapped = finding.model_copy(
             update={
                 "path": changed.path,
@@ -305,9 +323,10 @@ def map_findings(findings: list[Finding], files: list[ChangedFile]) -> list[Find
         )
         key = (mapped.path, mapped.line, mapped.category, _normal(mapped.message))
         kept = out.get(key)
-        if kept is None or SEVERITY_ORDER[mapped.severity] < SEVERITY_ORDER[kept.severity]:
-            out[key] = mapped
-    return sorted(out.values(), key=lambda f: (f.path, f.line, SEVERITY_ORDER[f.severity], f.category))
+        if kept is None or SEVERITY_ORDER[mapped.severity] < SEVERITY_ORDER[kept[0].severity]:
+            out[key] = (mapped, bool(lines))
+    ordered = sorted(out.values(), key=lambda m: (m[0].path, m[0].line, SEVERITY_ORDER[m[0].severity], m[0].category))
+    return [f for f, on_hunk in ordered if on_hunk], [f for f, on_hunk in ordered if not on_hunk]
 
 
 def _match_path(path: str, targets: dict[str, ChangedFile]) -> ChangedFile | None:
@@ -481,7 +500,7 @@ async def _ask(
         cached_tokens=completion.cached_tokens,
     )
     try:
-        result.findings = map_findings(parse_findings(completion.content), files)
+        result.findings, result.context_findings = map_findings(parse_findings(completion.content), files)
     except ValueError as exc:
         result.error = f"the model's answer was not valid review JSON ({exc})"
     return result

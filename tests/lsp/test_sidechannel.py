@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import stat
+import tempfile
 from pathlib import Path
+
+import pytest
 
 from qwen_lsp.lsp.convert import file_uri
 from qwen_lsp.wire import TerminalOutput
-from qwen_lsp.sidechannel import Listener, frame, notify_running_server, socket_path
+from qwen_lsp.sidechannel import Listener, UnsafeSocketDir, frame, notify_running_server, socket_path
 from tests.lsp.conftest import name_error_output, wait_until
 
 
@@ -57,3 +61,74 @@ async def test_the_listener_takes_terminal_output_only(tmp_path):
     finally:
         listener.close()
     assert not listener.path.exists()
+
+
+def _fallback_socket(tmp_path: Path, monkeypatch) -> Path:
+    """A socket path in the per-user temp directory (the cache dir is too deep for a socket address)."""
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    path = socket_path(tmp_path / "ws", tmp_path / ("d" * 120))
+    assert path.parent == tmp_path / "tmp" / f"qwen-lsp-{os.getuid()}"
+    return path
+
+
+async def _squatter(path: Path) -> tuple[asyncio.AbstractServer, list[bytes]]:
+    """Another user's listener waiting in a directory they pre-created."""
+    received: list[bytes] = []
+
+    async def take(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        received.append(await reader.read())
+        writer.close()
+
+    return await asyncio.start_unix_server(take, path=str(path)), received
+
+
+async def test_a_fallback_directory_open_to_others_is_refused_by_both_ends(tmp_path, monkeypatch, caplog):
+    path = _fallback_socket(tmp_path, monkeypatch)
+    path.parent.mkdir(mode=0o777)
+    os.chmod(path.parent, 0o777)  # pre-created by someone else, world-writable
+    squatter, received = await _squatter(path)
+    try:
+        sent = await asyncio.to_thread(notify_running_server, tmp_path / "ws", tmp_path / ("d" * 120), params(tmp_path))
+        assert sent is False and "mode 0777" in caplog.text and "refusing" in caplog.text
+        await asyncio.sleep(0.2)
+        assert received == []  # the command and its output never reached the other socket
+        with pytest.raises(UnsafeSocketDir, match="must be 0700"):
+            await Listener(tmp_path / "tmp" / f"qwen-lsp-{os.getuid()}" / "x.sock", lambda _p: None).start()
+    finally:
+        squatter.close()
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="changing a directory's owner needs root")
+async def test_a_fallback_directory_owned_by_another_user_is_refused(tmp_path, monkeypatch, caplog):
+    path = _fallback_socket(tmp_path, monkeypatch)
+    path.parent.mkdir(mode=0o700)
+    squatter, received = await _squatter(path)
+    os.chown(path.parent, 65534, 65534)  # nobody's directory, with nobody's socket in it
+    try:
+        sent = await asyncio.to_thread(notify_running_server, tmp_path / "ws", tmp_path / ("d" * 120), params(tmp_path))
+        assert sent is False and "owned by uid 65534" in caplog.text
+        await asyncio.sleep(0.2)
+        assert received == []
+    finally:
+        squatter.close()
+
+
+async def test_the_fallback_directory_is_created_private_and_used(tmp_path, monkeypatch):
+    path = _fallback_socket(tmp_path, monkeypatch)
+    got: list[TerminalOutput] = []
+    listener = Listener(path, got.append)
+    assert await listener.start()
+    try:
+        assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+        sent = await asyncio.to_thread(notify_running_server, tmp_path / "ws", tmp_path / ("d" * 120), params(tmp_path))
+        assert sent is True
+        await wait_until(lambda: got, what="the notification")
+    finally:
+        listener.close()
+
+
+def test_xdg_runtime_dir_comes_first(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "run"))
+    assert socket_path(tmp_path / "ws", tmp_path / ("d" * 120)).parent == tmp_path / "run" / "qwen-lsp"

@@ -90,7 +90,7 @@ def test_rdjsonl_uses_byte_columns(tmp_path: Path, isolated_git: dict[str, str],
 
 
 def test_sarif_validates(calc_repo: GitRepo, review_env: VLLMDouble, tmp_path: Path) -> None:
-    review_env.script(findings_reply(bug_finding(), {**bug_finding(line=BUG_LINE + 4, severity="info"),
+    review_env.script(findings_reply(bug_finding(), {**bug_finding(line=BUG_LINE + 3, severity="info"),
                                                      "category": "performance", "message": "Sum with math.fsum."}))
     out = tmp_path / "review.sarif"
     assert run(calc_repo, "--format", "sarif", "--output", str(out)) == cli.EXIT_FINDINGS
@@ -185,3 +185,25 @@ def test_first_commit_of_a_repository(tmp_path: Path, isolated_git: dict[str, st
     assert run(repo) == cli.EXIT_FINDINGS
     out = capsys.readouterr().out
     assert "src/app.py\n  5: error [security]" in out and "    5 |     os.system(input())" in out
+
+
+def test_a_finding_outside_the_staged_hunks_is_context_and_does_not_block(
+    calc_repo: GitRepo, review_env: VLLMDouble, capsys: pytest.CaptureFixture[str]
+) -> None:
+    review_env.script(findings_reply(bug_finding(line=250)))  # far below the staged change (calc.py is 22 lines)
+    assert run(calc_repo) == cli.EXIT_OK
+    out = capsys.readouterr().out
+    assert "Context: outside the staged hunks (not blocking)" in out and "  250: error [bug]" in out
+    assert f"  {BUG_LINE}:" not in out  # not moved onto the changed line
+    assert "1 more outside the staged hunks" in out and "Commit blocked" not in out
+
+
+def test_an_unknown_severity_is_counted_shown_and_can_block(
+    calc_repo: GitRepo, review_env: VLLMDouble, capsys: pytest.CaptureFixture[str]
+) -> None:
+    review_env.script(findings_reply(bug_finding(severity="catastrophic")))
+    assert run(calc_repo, "--fail-on", "warning") == cli.EXIT_FINDINGS
+    out = capsys.readouterr().out
+    assert f"  {BUG_LINE}: warning (model said 'catastrophic') [bug]" in out
+    assert "no findings" not in out
+    assert "1 finding(s) had an unknown severity ('catastrophic' x1), counted as warning." in out

@@ -84,23 +84,35 @@ def test_annotated_diff_numbers_the_new_side() -> None:
     assert "binary file, not shown" in text
 
 
-def test_map_findings_snaps_drops_and_deduplicates() -> None:
+def test_map_findings_snaps_within_hunks_keeps_the_rest_as_context_and_deduplicates() -> None:
     files = parse_diff(DIFF)
     raw = [
         Finding(path="b/x.py", line=1, severity="warning", category="bug", message="Wrong value."),
         Finding(path="x.py", line=3, severity="error", category="bug", message="wrong value"),  # same, after snapping
-        Finding(path="./x.py", line=30, end_line=40, severity="info", category="style", message="Tail."),
+        Finding(path="./x.py", line=30, end_line=40, severity="error", category="style", message="Tail."),
+        Finding(path="x.py", line=250, severity="error", category="bug", message="Far away."),
         Finding(path="/home/me/repo/app/añadido.py", line=1, severity="info", category="naming", message="Spanish."),
         Finding(path="gone.txt", line=1, severity="error", category="bug", message="Deleted file."),
         Finding(path="elsewhere.py", line=1, severity="error", category="bug", message="Not in the diff."),
     ]
-    mapped = map_findings(raw, files)
+    mapped, context = map_findings(raw, files)
     assert [(f.path, f.line, f.severity, f.category) for f in mapped] == [
         ("app/añadido.py", 1, "info", "naming"),
-        ("x.py", 2, "error", "bug"),  # 1 and 3 both snap to 2; the worse severity is kept
-        ("x.py", 22, "info", "style"),
+        ("x.py", 2, "error", "bug"),  # 1 and 3 are inside the first hunk: both snap to 2; the worse severity is kept
     ]
-    assert mapped[2].end_line is None  # 40 snaps to 22 too: a one-line finding
+    # Outside every hunk: kept where the model put it, never moved onto changed line 22.
+    assert [(f.line, f.end_line, f.message) for f in context] == [(30, 40, "Tail."), (250, None, "Far away.")]
+
+
+def test_unknown_severities_count_as_the_default_and_are_counted() -> None:
+    content = '{"findings": [{"path": "x.py", "line": 2, "severity": "Catastrophic", "category": "bug", "message": "m"},' \
+              ' {"path": "x.py", "line": 5, "severity": "P1", "category": "bug", "message": "n"}]}'
+    findings = parse_findings(content)
+    assert [(f.severity, f.unknown_severity) for f in findings] == [
+        (review.DEFAULT_SEVERITY, "catastrophic"), (review.DEFAULT_SEVERITY, "p1")]
+    mapped, _ = map_findings(findings, parse_diff(DIFF))
+    result = review.ReviewResult(findings=mapped)
+    assert review.DEFAULT_SEVERITY == "warning" and result.unknown_severities == {"catastrophic": 1, "p1": 1}
 
 
 def test_parse_findings_is_tolerant() -> None:
