@@ -1,0 +1,83 @@
+"""Python tracebacks: `Traceback (most recent call last):`, `File "x.py", line N, in f`, chained causes."""
+
+from __future__ import annotations
+
+import re
+
+from .model import Raw, Trace
+
+_PY_HEADER = re.compile(r"^\s*Traceback \(most recent call last\):\s*$")
+PY_FILE = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>.+))?\s*$')
+_PY_CHAIN = re.compile(
+    r"^\s*(During handling of the above exception, another exception occurred:|"
+    r"The above exception was the direct cause of the following exception:)\s*$"
+)
+MARKERS = re.compile(r"^\s*[\^~]+[\s\^~]*$")
+
+
+def parse_python(lines: list[str], taken: set[int]) -> list[Trace]:
+    traces: list[Trace] = []
+    trace: Trace | None = None
+    section: list[Raw] = []
+    chained = False
+
+    def close_section(message: str | None) -> None:
+        nonlocal section
+        if section:
+            for f in section:
+                f.message = message or "error"
+            assert trace is not None
+            trace.sections.append(section)
+            trace.frames.extend(section)
+        section = []
+
+    i = 0
+    while i < len(lines):
+        if i in taken:
+            i += 1
+            continue
+        ln = lines[i]
+        if _PY_CHAIN.match(ln) and trace is not None:
+            chained = True
+            taken.add(i)
+        elif _PY_HEADER.match(ln):
+            if trace is None or not chained:
+                trace = Trace(start=i, frames=[])
+                traces.append(trace)
+            chained = False
+            section = []
+            taken.add(i)
+        elif m := PY_FILE.match(ln):
+            if trace is None or (not section and not chained and not _PY_HEADER.match(lines[i - 1] if i else "")):
+                # A SyntaxError in the main script has no "Traceback" header.
+                if trace is None or trace.frames:
+                    trace = Trace(start=i, frames=[])
+                    traces.append(trace)
+            raw = Raw(at=i, path=m["path"], line=int(m["line"]), function=m["func"])
+            taken.add(i)
+            # The code line, then an optional ^^^/~~~ marker line giving the column.
+            j = i + 1
+            if j < len(lines) and lines[j].startswith("    ") and not PY_FILE.match(lines[j]):
+                code = lines[j]
+                taken.add(j)
+                j += 1
+                if j < len(lines) and MARKERS.match(lines[j]) and lines[j].strip():
+                    marker = lines[j]
+                    indent = len(code) - len(code.lstrip())
+                    first = len(marker) - len(marker.lstrip())
+                    raw.snippet, raw.snippet_col = code, max(0, first - indent)
+                    taken.add(j)
+                    j += 1
+            section.append(raw)
+            i = j
+            continue
+        elif section and ln.strip() and not ln.startswith((" ", "\t")):
+            # The exception line ends a traceback: "NameError: name 'x' is not defined".
+            taken.add(i)
+            close_section(ln.strip())
+        elif section and ln.strip().startswith("[Previous line repeated"):
+            taken.add(i)
+        i += 1
+    if section:
+        close_section(None)
+    return [t for t in traces if t.frames]
