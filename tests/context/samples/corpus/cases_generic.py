@@ -68,7 +68,7 @@ CASES: dict[str, dict] = {
         "analysis.R": "summarise <- function(df) {\n  mean(df$value) + missing_var  # EXPECT\n}\nsummarise(data.frame(value = 1:3))\n"},
         "cmd": "Rscript -e 'options(keep.source=TRUE, show.error.locations=TRUE); source(\"analysis.R\")'"},
     "r_stop": {**G, "toolchain": "R", "classes": ["labels"], "files": {
-        "R/check.R": "validate <- function(x) {\n  if (x < 0) stop(\"negative input\")  # EXPECT\n  x\n}\nvalidate(-1)\n"},
+        "R/check.R": "validate <- function(x) {\n  if (x < 0) return(sqrt(\"x\"))  # EXPECT\n  x\n}\nvalidate(-1)\n"},
         "cmd": "Rscript -e 'options(keep.source=TRUE, show.error.locations=TRUE); source(\"R/check.R\")'"},
     "tcl_error": {**G, "toolchain": "tcl", "classes": ["labels"], "files": {
         "conf.tcl": "proc load {path} {\n    set fh [open $path r]\n    return [read $fh]\n}\n\nputs [load /nonexistent/x.conf]  ;# EXPECT\n"}, "cmd": "tclsh conf.tcl"},
