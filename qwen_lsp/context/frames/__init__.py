@@ -12,32 +12,53 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from functools import partial
+
 from .arrow import parse_arrow
+from .cmake import parse_cmake
 from .generic import parse_generic
-from .go import parse_go_panic
+from .go import parse_go_panic, parse_go_race, parse_go_test
 from .jvm import parse_jvm
+from .lint import parse_compact, parse_grouped, parse_shellcheck
+from .locate import find_locations
 from .make_shell import parse_make_shell
 from .model import Frame, Parser, Severity, Trace
-from .node import parse_node
+from .native import parse_assert, parse_sanitizer, parse_valgrind
+from .node import parse_node, parse_node_tap
+from .php import parse_php
 from .pytest import parse_pytest
 from .python import parse_python
 from .rank import primary_frame, stack_severities
 from .resolve import Resolver, column_of, make_dirs
+from .ruby import parse_ruby
 from .rust import parse_rust_panic
-from .text import strip_ansi, truncate_output
+from .text import strip_ansi, strip_prefixes, truncate_output, unwrap_terminal
 from .tsc import parse_tsc_kotlin
 
 __all__ = ["Frame", "Severity", "parse_output", "primary_frame", "strip_ansi", "truncate_output"]
 
-# Most specific first: a generic "path:line:" would otherwise eat pytest's location lines.
+# Most specific first: a generic "path:line:" would otherwise eat pytest's location lines. The generic
+# location finder runs after all of them (it needs the file system, see parse_output).
 PARSERS: tuple[Parser, ...] = (
     parse_pytest,
     parse_python,
     parse_rust_panic,
     parse_arrow,
     parse_go_panic,
+    parse_go_race,
     parse_jvm,
     parse_node,
+    parse_node_tap,
+    parse_sanitizer,
+    parse_valgrind,
+    parse_assert,
+    parse_php,
+    parse_ruby,
+    parse_cmake,
+    parse_shellcheck,
+    parse_grouped,
+    parse_compact,
+    parse_go_test,
     parse_tsc_kotlin,
     parse_make_shell,
     parse_generic,
@@ -49,32 +70,41 @@ def parse_output(text: str, *, cwd: Path, workspace: Path) -> list[Frame]:
 
     Within a stack trace frames go outermost first (as Python prints them), so
     the last frame of a trace is the deepest. The deepest user frame of each
-    trace (and its innermost frame) carry severity "error"; callers are "info"."""
-    lines = strip_ansi(text).split("\n")
+    trace (and its innermost frame) carry severity "error"; callers are "info".
+    Frames the generic location finder guessed are marked `guessed`."""
+    lines = unwrap_terminal(strip_prefixes(strip_ansi(text).split("\n")))
     taken: set[int] = set()
     traces: list[Trace] = []
-    for parser in PARSERS:
+    resolver = Resolver(cwd, workspace)
+    finder = partial(find_locations, lookup=partial(resolver.lookup, cwd=resolver.cwd))
+    for parser in (*PARSERS, finder):
         try:
             traces.extend(parser(lines, taken))
         except Exception:  # a recogniser bug must not cost the user the other frames
             continue
     traces.sort(key=lambda t: t.start)
-    resolver = Resolver(cwd, workspace)
     dirs = make_dirs(lines, resolver.cwd)
+    resolved: dict[tuple[str, Path, str | None, str | None, bool], tuple[str, bool, str | None]] = {}
     out: list[Frame] = []
     for n, trace in enumerate(traces):
         frames: list[Frame] = []
         for raw in trace.frames:
-            path, library, rel = resolver.resolve(raw, dirs[raw.at] if raw.at < len(dirs) else resolver.cwd)
+            cwd_here = dirs[raw.at] if raw.at < len(dirs) else resolver.cwd
+            key = (raw.path, cwd_here, raw.java_class, raw.dir_hint, raw.library_hint)
+            if key not in resolved:
+                resolved[key] = resolver.resolve(raw, cwd_here)
+            path, library, rel = resolved[key]
             frames.append(
                 Frame(
                     path=path, line=raw.line, column=column_of(raw, path), function=raw.function,
                     message=raw.message, severity=raw.severity, library=library, resolved=rel, trace=n,
+                    guessed=trace.guessed,
                 )
             )
         if trace.stack:
             stack_severities(frames, [len(s) for s in trace.sections] or [len(frames)])
+        for raw, frame in zip(trace.frames, frames):
+            if raw.related:
+                frame.severity = "info"
         out.extend(frames)
     return out
-
-

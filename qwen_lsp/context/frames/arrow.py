@@ -7,7 +7,7 @@ import re
 from .model import PATH, Raw, Severity, Trace, lint_severity, plausible_path, severity_word
 
 _ARROW = re.compile(rf"^\s*(?:-->|╭─▶|┌─|,-\[)\s*(?P<path>{PATH}):(?P<line>\d+):(?P<col>\d+)\]?\s*$")
-_RUST_HEADER = re.compile(r"^(?P<sev>error|warning|note|help)(?:\[(?P<code>[\w-]+)\])?: (?P<msg>.+)$")
+_RUST_HEADER = re.compile(r"^(?P<sev>error|warning|note|help|invalid-syntax)(?:\[(?P<code>[\w-]+)\])?: (?P<msg>.+)$")
 _LINT_HEADER = re.compile(r"^(?P<code>[A-Z]{1,4}\d{2,5}) (?P<msg>.+)$")
 
 
@@ -25,7 +25,7 @@ def parse_arrow(lines: list[str], taken: set[int]) -> list[Trace]:
         if header_at is not None:
             header = lines[header_at].strip()
             if h := _RUST_HEADER.match(header):
-                message, severity = header, severity_word(h["sev"])
+                message, severity = header, "error" if h["sev"] == "invalid-syntax" else severity_word(h["sev"])
             elif h := _LINT_HEADER.match(header):
                 message, severity = header, lint_severity(h["code"])
             else:

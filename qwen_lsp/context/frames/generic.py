@@ -8,6 +8,7 @@ from .model import PATH, Raw, Severity, Trace, lint_severity, plausible_path, se
 
 _GENERIC = re.compile(rf"^\s*(?P<path>{PATH}):(?P<line>\d+)(?::(?P<col>\d+))?:(?:\s+(?P<msg>.*))?$")
 _SEV_PREFIX = re.compile(r"^(?P<sev>fatal error|error|warning|note|info|hint|remark)(?:\[[\w-]+\])?\s*:\s*", re.IGNORECASE)
+_TAGGED = re.compile(r"\[(?P<sev>Error|Warning)/[^\]]*\]$")
 _CODE_PREFIX = re.compile(r"^(?P<code>[A-Z]{1,4}\d{2,5})\b")
 _GCC_FUNC = re.compile(rf"^(?P<path>{PATH}): (?:In (?:static |member )?(?:function|constructor|destructor|instantiation of)[^‘'`]*[‘'`](?P<func>[^’']+)[’']|At top level):\s*$")
 
@@ -33,6 +34,8 @@ def parse_generic(lines: list[str], taken: set[int]) -> list[Trace]:
             severity = lint_severity(c["code"])
         elif re.match(r"^\w*Warning\b", msg):
             severity = "warning"
+        elif t := _TAGGED.search(msg):  # ESLint's unix format: "message [Error/rule]"
+            severity = severity_word(t["sev"])
         raw = Raw(
             at=i, path=m["path"], line=int(m["line"]), column=int(m["col"]) if m["col"] else None,
             function=func_for.get(m["path"]), message=msg or "error", severity=severity,

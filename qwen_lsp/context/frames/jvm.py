@@ -1,4 +1,5 @@
-"""JVM stack traces (Java, Kotlin, Scala): `at pkg.Class.method(File.java:N)`, `Caused by:`."""
+"""JVM stack traces (Java, Kotlin, Scala): `at pkg.Class.method(File.java:N)`, `Caused by:` (the root cause,
+where the fix usually is) and `Suppressed:` (secondary failures while closing: related, never primary)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ def parse_jvm(lines: list[str], taken: set[int]) -> list[Trace]:
     section: list[Raw] = []
     message = ""
     last_at = -2
+    related = False  # inside a Suppressed: block (and the causes nested under it)
 
     def close() -> None:
         nonlocal section
@@ -42,7 +44,7 @@ def parse_jvm(lines: list[str], taken: set[int]) -> list[Trace]:
                 raw = Raw(
                     at=i, path=lm["file"], line=int(lm["line"]), function=f"{a['cls']}.{a['meth']}",
                     library_hint=bool(_JVM_LIB.match(a["cls"])) or "/" in ln.split("at ", 1)[1].split("(")[0],
-                    java_class=a["cls"],
+                    java_class=a["cls"], related=related,
                 )
                 section.append(raw)
             taken.add(i)
@@ -56,6 +58,10 @@ def parse_jvm(lines: list[str], taken: set[int]) -> list[Trace]:
                 trace = Trace(start=i, frames=[])
                 traces.append(trace)
             message = h["exc"].strip()
+            if ln.lstrip().startswith("Suppressed: "):
+                related = True  # a failure while cleaning up (close()), secondary to the one thrown
+            elif not ln.startswith(("\t", " ")):
+                related = False
             taken.add(i)
         elif section and last_at == i - 1:
             close()

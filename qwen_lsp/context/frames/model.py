@@ -23,6 +23,7 @@ class Frame(BaseModel):
     library: bool = False  # site-packages, node_modules, stdlib, toolchain sources
     resolved: str | None = None  # workspace-relative POSIX path for a user file inside the workspace
     trace: int = 0  # frames of one stack trace (or one diagnostic) share this number
+    guessed: bool = False  # found by the generic location finder, no recogniser knew the format
 
 
 @dataclass
@@ -38,6 +39,8 @@ class Raw:
     java_class: str | None = None  # fully qualified class, to find Main.java by package
     snippet: str | None = None  # code line as printed, for a caret column relative to it
     snippet_col: int | None = None  # 0-based caret offset into snippet.strip()
+    related: bool = False  # a secondary stack (Suppressed:, "freed by", "previous write"): never the place to fix
+    dir_hint: str | None = None  # a directory or import path the printed path is relative to (go test packages)
 
 
 @dataclass
@@ -46,6 +49,7 @@ class Trace:
     frames: list[Raw]
     stack: bool = True  # a call stack: only its deepest frames are errors, callers are info
     sections: list[list[Raw]] = field(default_factory=list)  # chained exceptions
+    guessed: bool = False  # from the generic location finder
 
 
 Parser = Callable[[list[str], set[int]], list[Trace]]
@@ -65,6 +69,8 @@ def plausible_path(p: str) -> bool:
 
 def lint_severity(code: str) -> Severity:
     # Syntax errors and undefined names break the program; the rest is style.
+    if len(code) == 5 and code[0] in "EF" and code[1:].isdigit():  # pylint: E/F are errors, C/R/W/I are not
+        return "error"
     if code.startswith(("E9", "F82", "F63", "F7")) or code in {"F821", "F822", "F823"}:
         return "error"
     return "warning"

@@ -21,6 +21,7 @@ def parse_pytest(lines: list[str], taken: set[int]) -> list[Trace]:
     traces: list[Trace] = []
     in_failures = False
     in_captured = False
+    native = False
     trace: Trace | None = None
     e_blocks: list[list[str]] = []
     last_def: str | None = None
@@ -57,7 +58,7 @@ def parse_pytest(lines: list[str], taken: set[int]) -> list[Trace]:
         if m := _PYTEST_TEST.match(ln):
             finish()
             trace = Trace(start=i, frames=[])
-            e_blocks, last_def, exc_name, in_captured = [], None, None, False
+            e_blocks, last_def, exc_name, in_captured, native = [], None, None, False, False
             taken.add(i)
             continue
         if trace is None:
@@ -66,6 +67,10 @@ def parse_pytest(lines: list[str], taken: set[int]) -> list[Trace]:
             in_captured = True
             continue
         if in_captured:
+            continue
+        if ln.startswith(("Traceback (most recent call last)", "  + Exception Group Traceback")):
+            native = True  # --tb=native: a plain Python traceback, left to the Python recogniser
+        if native:
             continue
         taken.add(i)
         if _PYTEST_SEP.match(ln):

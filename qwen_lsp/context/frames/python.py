@@ -1,4 +1,5 @@
-"""Python tracebacks: `Traceback (most recent call last):`, `File "x.py", line N, in f`, chained causes."""
+"""Python tracebacks: `Traceback (most recent call last):`, `File "x.py", line N, in f`, chained causes,
+and exception groups (asyncio.TaskGroup, `except*`), whose members are drawn inside `|` and `+-` boxes."""
 
 from __future__ import annotations
 
@@ -6,16 +7,34 @@ import re
 
 from .model import Raw, Trace
 
-_PY_HEADER = re.compile(r"^\s*Traceback \(most recent call last\):\s*$")
+_PY_HEADER = re.compile(r"^\s*(?:Exception Group )?Traceback \(most recent call last\):\s*$")
 PY_FILE = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>.+))?\s*$')
 _PY_CHAIN = re.compile(
     r"^\s*(During handling of the above exception, another exception occurred:|"
     r"The above exception was the direct cause of the following exception:)\s*$"
 )
 MARKERS = re.compile(r"^\s*[\^~]+[\s\^~]*$")
+_EXC_LINE = re.compile(r"^[A-Za-z_][\w.]*(?::|$)")  # "KeyError: 'b'", "app.ConfigError: bad", "KeyboardInterrupt"
+_GROUP_BAR = re.compile(r"^\s*[|+] ?")
+_GROUP_SEP = re.compile(r"^\s*\+[-+]{3,}(?: (?:\d+|\.\.\.) -+|-*)\s*$")
+
+
+def _ungroup(lines: list[str]) -> tuple[list[str], set[int]]:
+    """Exception group boxes removed (`  | File ...` -> `File ...`), and the lines that separate group members."""
+    view, seps = [], set()
+    for i, ln in enumerate(lines):
+        if _GROUP_SEP.match(ln):
+            seps.add(i)
+            view.append("")
+        else:
+            view.append(_GROUP_BAR.sub("", ln, count=1) if ln.lstrip().startswith(("|", "+ ")) else ln)
+    return view, seps
 
 
 def parse_python(lines: list[str], taken: set[int]) -> list[Trace]:
+    seps: set[int] = set()
+    if any("Exception Group Traceback" in ln for ln in lines):
+        lines, seps = _ungroup(lines)
     traces: list[Trace] = []
     trace: Trace | None = None
     section: list[Raw] = []
@@ -37,7 +56,11 @@ def parse_python(lines: list[str], taken: set[int]) -> list[Trace]:
             i += 1
             continue
         ln = lines[i]
-        if _PY_CHAIN.match(ln) and trace is not None:
+        if i in seps and trace is not None:  # the next group member belongs to the same failure
+            close_section(None)
+            chained = True
+            taken.add(i)
+        elif _PY_CHAIN.match(ln) and trace is not None:
             chained = True
             taken.add(i)
         elif _PY_HEADER.match(ln):
@@ -71,7 +94,7 @@ def parse_python(lines: list[str], taken: set[int]) -> list[Trace]:
             section.append(raw)
             i = j
             continue
-        elif section and ln.strip() and not ln.startswith((" ", "\t")):
+        elif section and ln.strip() and not ln.startswith((" ", "\t")) and _EXC_LINE.match(ln):
             # The exception line ends a traceback: "NameError: name 'x' is not defined".
             taken.add(i)
             close_section(ln.strip())

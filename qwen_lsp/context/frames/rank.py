@@ -26,10 +26,12 @@ def stack_severities(frames: list[Frame], section_sizes: Iterable[int]) -> None:
 def primary_frame(frames: list[Frame]) -> Frame | None:
     """The location to fix: the last user frame in the workspace of the first failing trace.
 
-    Errors win over warnings; a trace in library code only has no primary frame."""
+    Errors win over warnings; a trace in library code only has no primary frame; a
+    recognised format's frames win over the generic location finder's guesses."""
     user = [f for f in frames if f.resolved and not f.library]
     if not user:
         return None
+    user = [f for f in user if not f.guessed] or user
     pool = [f for f in user if f.severity == "error"] or [f for f in user if f.severity == "warning"] or user
     first = pool[0].trace
     in_trace = [f for f in user if f.trace == first]

@@ -110,8 +110,9 @@ CASES: dict[str, dict] = {
         "cmd": "go test ./...", "env": {**GO_ENV, "GOPATH": "@BASE@/go", "GO111MODULE": "off"}},
     # ---------------------------------------------------------------- Rust
     "cargo_borrow": {"toolchain": "rust", "files": {"Cargo.toml": CARGO,
-        "src/main.rs": "fn main() {\n    let v = vec![1];\n    let first = &v[0];\n    let mut w = v;\n    w.push(2);\n    println!(\"{first}\");  // EXPECT\n}\n"},
-        "cmd": "cargo build --offline --quiet", "env": {**RUST_ENV, "CARGO_TARGET_DIR": "/tmp/qls-cargo-c1"}},
+        "src/main.rs": "fn main() {\n    let v = vec![1];\n    let first = &v[0];\n    let mut w = v;  // EXPECT\n    w.push(2);\n    println!(\"{first}\");\n}\n"},
+        "cmd": "cargo build --offline --quiet", "env": {**RUST_ENV, "CARGO_TARGET_DIR": "/tmp/qls-cargo-c1"},
+        "note": "rustc's primary span is the move (line 4); the later use is a secondary label"},
     "cargo_warning_then_error": {"toolchain": "rust", "classes": ["ansi"], "files": {"Cargo.toml": CARGO,
         "src/main.rs": "fn main() {\n    let unused = 1;\n    let s: String = 5;  // EXPECT\n    println!(\"{s}\");\n}\n"},
         "cmd": "cargo build --offline --quiet --color always", "env": {**RUST_ENV, "CARGO_TARGET_DIR": "/tmp/qls-cargo-c2"}},
