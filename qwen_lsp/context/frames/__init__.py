@@ -65,14 +65,22 @@ PARSERS: tuple[Parser, ...] = (
 )
 
 
-def parse_output(text: str, *, cwd: Path, workspace: Path) -> list[Frame]:
+# Past this many lines an output is cut around its failure first (head, tail and a window, see
+# truncate_output): the work per run stays bounded whatever a build or a log prints.
+MAX_LINES = 20_000
+
+
+def parse_output(text: str, *, cwd: Path, workspace: Path, max_lines: int = MAX_LINES) -> list[Frame]:
     """Frames of every traceback and diagnostic in `text`, in output order.
 
     Within a stack trace frames go outermost first (as Python prints them), so
     the last frame of a trace is the deepest. The deepest user frame of each
     trace (and its innermost frame) carry severity "error"; callers are "info".
     Frames the generic location finder guessed are marked `guessed`."""
-    lines = unwrap_terminal(strip_prefixes(strip_ansi(text).split("\n")))
+    text = strip_ansi(text)
+    if text.count("\n") >= max_lines:
+        text = truncate_output(text, max_lines=max_lines)
+    lines = unwrap_terminal(strip_prefixes(text.split("\n")))
     taken: set[int] = set()
     traces: list[Trace] = []
     resolver = Resolver(cwd, workspace)

@@ -20,7 +20,7 @@ def parse_grouped(lines: list[str], taken: set[int]) -> list[Trace]:
     traces = []
     path: str | None = None
     for i, ln in enumerate(lines):
-        if i in taken:
+        if i in taken or (path is None and (" " in ln.rstrip() or not ln)):
             continue
         if (h := _FILE_HEADER.match(ln)) and plausible_path(h["path"]) and i + 1 < len(lines) and (
             _STYLISH_ROW.match(lines[i + 1]) or _RUFF_ROW.match(lines[i + 1])
@@ -50,7 +50,7 @@ def parse_grouped(lines: list[str], taken: set[int]) -> list[Trace]:
 def parse_compact(lines: list[str], taken: set[int]) -> list[Trace]:
     traces = []
     for i, ln in enumerate(lines):
-        if i not in taken and (m := _COMPACT.match(ln)) and plausible_path(m["path"]):
+        if i not in taken and ": line " in ln and (m := _COMPACT.match(ln)) and plausible_path(m["path"]):
             taken.add(i)
             raw = Raw(at=i, path=m["path"], line=int(m["line"]), column=int(m["col"]), message=m["msg"], severity=severity_word(m["sev"]))
             traces.append(Trace(start=i, frames=[raw], stack=False))
@@ -61,7 +61,7 @@ def parse_shellcheck(lines: list[str], taken: set[int]) -> list[Trace]:
     """`In script.sh line 5:`, the code line, then one caret line per finding under it."""
     traces = []
     for i, ln in enumerate(lines):
-        if i in taken or not (h := _SC_HEADER.match(ln)):
+        if i in taken or not ln.startswith("In ") or not (h := _SC_HEADER.match(ln)):
             continue
         taken.add(i)
         taken.add(i + 1)  # the code line

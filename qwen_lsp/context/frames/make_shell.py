@@ -16,7 +16,7 @@ _DASH_LINE = re.compile(rf"^(?P<path>{PATH}): (?P<line>\d+): (?P<msg>.+)$")
 def parse_make_shell(lines: list[str], taken: set[int]) -> list[Trace]:
     traces = []
     for i, ln in enumerate(lines):
-        if i in taken:
+        if i in taken or ": " not in ln:
             continue
         if m := _MAKE_RECIPE.match(ln):
             # The recipe's own complaint ("/bin/sh: 1: frobnicate: not found") sits just above.

@@ -30,7 +30,7 @@ def parse_ruby(lines: list[str], taken: set[int]) -> list[Trace]:
         frames = []
 
     for i, ln in enumerate(lines):
-        if i in taken:
+        if i in taken or (":in " not in ln and "]:" not in ln):
             continue
         if m := _MINITEST.match(ln):
             flush()

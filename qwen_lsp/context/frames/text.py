@@ -10,6 +10,8 @@ _ANSI_RE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\
 def strip_ansi(text: str) -> str:
     """Remove terminal escapes, resolve carriage-return redraws and backspaces."""
     text = _ANSI_RE.sub("", text).replace("\r\n", "\n")
+    if "\r" not in text and "\b" not in text:
+        return text
     out = []
     for line in text.split("\n"):
         if "\r" in line:  # progress bars redraw the line; the last redraw is what was visible

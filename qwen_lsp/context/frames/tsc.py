@@ -15,7 +15,7 @@ _KOTLIN_K2 = re.compile(r"^(?P<sev>[ewi]): (?:file://)?(?P<path>[^\s:]+(?::\\[^\
 def parse_tsc_kotlin(lines: list[str], taken: set[int]) -> list[Trace]:
     traces = []
     for i, ln in enumerate(lines):
-        if i in taken:
+        if i in taken or not (" TS" in ln or ln[1:3] == ": "):
             continue
         if m := (_TSC.match(ln) or _TSC_PRETTY.match(ln)):
             raw = Raw(
