@@ -99,7 +99,7 @@ def parse_node_tap(lines: list[str], taken: set[int]) -> list[Trace]:
             j += 1
         if not frames:
             continue
-        taken.update(range(i, j))
+        taken.update(range(k, j))  # the YAML block: its `location:` is the test's declaration, not a frame
         error = fields.get("error", "").removeprefix("|-").strip()
         message = f"{fields['name']}: {error}" if fields.get("name") and error not in ("", "|-") else error or "test failed"
         frames.reverse()
