@@ -37,7 +37,13 @@ def test_corpus_size_and_coverage() -> None:
     assert {c for c in CLASSES_15 | SHAPES_19 if classes[c] < 2} == set()
 
 
-@pytest.mark.parametrize("name", names())
+# Misses of the held-out batch, kept as they came out (see bench/bench_frames.py -v).
+KNOWN_MISSES = {
+    "ho_nim_index": "a Nim stack trace is printed outermost first; the generic finder takes the block's first line",
+}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(reason=KNOWN_MISSES[n], strict=True)) if n in KNOWN_MISSES else n for n in names()])
 def test_primary_location(name: str, tmp_path: Path) -> None:
     s = lay_out(name, tmp_path)
     frames = parse_output(s.output, cwd=s.cwd, workspace=s.workspace)

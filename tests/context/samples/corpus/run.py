@@ -102,6 +102,7 @@ def run_case(name: str, case: dict) -> None:
             "generic": case.get("generic", False),
             "expect": {"path": path, "line": line},
             "note": case.get("note"),
+            "batch": case.get("batch"),
         }
         (out_dir / "meta.json").write_text(json.dumps({k: v for k, v in meta.items() if v is not None}, indent=2) + "\n")
         print(f"{name}: {len(output.splitlines())} lines")
