@@ -17,10 +17,10 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "tests" / "context" / "samples" / "corpus"))
 
-from figures import figure  # noqa: E402
-from corpus_layout import lay_out, names  # noqa: E402
+from figures import figure
+from corpus_layout import lay_out, names
 
-from qwen_lsp.context.frames import parse_output, primary_frame, truncate_output  # noqa: E402
+from qwen_lsp.context.frames import parse_output, primary_frame, truncate_output
 
 
 def accuracy(verbose: bool) -> None:

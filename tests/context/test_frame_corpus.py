@@ -14,7 +14,7 @@ from qwen_lsp.context.frames import parse_output, primary_frame, truncate_output
 
 SAMPLES = Path(__file__).parent / "samples"
 sys.path.insert(0, str(SAMPLES / "corpus"))
-from corpus_layout import lay_out, names  # noqa: E402
+from corpus_layout import lay_out, names
 
 META = {name: json.loads((SAMPLES / name / "meta.json").read_text()) for name in names()}
 

@@ -12,7 +12,7 @@ from qwen_lsp.context.frames.text import strip_prefixes, unwrap_terminal
 
 SAMPLES = Path(__file__).parent / "samples"
 sys.path.insert(0, str(SAMPLES / "corpus"))
-from corpus_layout import lay_out  # noqa: E402
+from corpus_layout import lay_out
 
 
 def frames_of(name: str, tmp_path: Path) -> list[Frame]:
@@ -120,7 +120,7 @@ def test_asan_allocation_stacks_are_related_not_primary(tmp_path: Path) -> None:
 def test_valgrind_record(tmp_path: Path) -> None:
     frames = frames_of("valgrind_invalid_read", tmp_path)
     assert primary_frame(frames).message == "valgrind: Invalid read of size 4"
-    assert [f.function for f in frames if f.resolved and not f.severity == "info"] == ["last"]
+    assert [f.function for f in frames if f.resolved and f.severity != "info"] == ["last"]
 
 
 def test_glibc_assert(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from qwen_lsp.context.frames import Frame, parse_output, primary_frame, strip_an
 
 SAMPLES = Path(__file__).parent / "samples"
 sys.path.insert(0, str(SAMPLES / "corpus"))
-from corpus_layout import lay_out, names  # noqa: E402
+from corpus_layout import lay_out, names
 
 
 def load_sample(name: str, tmp_path: Path) -> tuple[str, Path, Path]:

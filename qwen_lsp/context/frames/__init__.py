@@ -84,7 +84,7 @@ def parse_output(text: str, *, cwd: Path, workspace: Path, max_lines: int = MAX_
     taken: set[int] = set()
     traces: list[Trace] = []
     resolver = Resolver(cwd, workspace)
-    finder = partial(find_locations, lookup=partial(resolver.lookup, cwd=resolver.cwd))
+    finder: Parser = partial(find_locations, lookup=partial(resolver.lookup, cwd=resolver.cwd))
     for parser in (*PARSERS, finder):
         try:
             traces.extend(parser(lines, taken))

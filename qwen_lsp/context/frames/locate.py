@@ -23,14 +23,14 @@ _P = r"[\w.@~+/\\-]*[\w@~+-]\.[A-Za-z][\w+-]*|[\w.@~+/\\-]*/[\w.@~+-]+"  # has a
 _SHAPES = re.compile(
     "|".join(
         (
-            rf'File "(?P<p1>[^"]+)", line (?P<l1>\d+)',  # OCaml, Python-like
-            rf'in file "(?P<p2>[^"]+)"(?: \(inlined\))?, line (?P<l2>\d+)',  # OCaml "Called from ... in file"
+            r'File "(?P<p1>[^"]+)", line (?P<l1>\d+)',  # OCaml, Python-like
+            r'in file "(?P<p2>[^"]+)"(?: \(inlined\))?, line (?P<l2>\d+)',  # OCaml "Called from ... in file"
             rf"\bat (?P<p3>{_P}) line (?P<l3>\d+)",  # Perl
             rf"\bAt line (?P<l4>\d+) of file (?P<p4>{_P})",  # gfortran
             rf"\(from (?P<p5>{_P})#(?P<l5>\d+)\)",  # R
-            rf'\{{file,"(?P<p6>[^"]+)"\}},\{{line,(?P<l6>\d+)\}}',  # Erlang terms
+            r'\{file,"(?P<p6>[^"]+)"\},\{line,(?P<l6>\d+)\}',  # Erlang terms
             rf'\((?P<p7>{_P}), line (?P<l7>\d+)\)',  # escript "(calc.erl, line 5)"
-            rf'\(file "(?P<p8>[^"]+)" line (?P<l8>\d+)\)',  # Tcl
+            r'\(file "(?P<p8>[^"]+)" line (?P<l8>\d+)\)',  # Tcl
             rf"(?P<p9>{_P})\((?P<l9>\d+)(?:, ?(?P<c9>\d+))?\)",  # Nim, Free Pascal, MSBuild, PHP stacks
             rf"(?P<p10>{_P}):(?P<l10>\d+)(?::(?P<c10>\d+))?",  # anywhere on the line
             rf"\bline (?P<l11>\d+)(?:, column (?P<c11>\d+))? (?:of|in) (?:file )?(?P<p11>{_P})",

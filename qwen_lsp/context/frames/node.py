@@ -101,9 +101,10 @@ def parse_node_tap(lines: list[str], taken: set[int]) -> list[Trace]:
             continue
         taken.update(range(k, j))  # the YAML block: its `location:` is the test's declaration, not a frame
         error = fields.get("error", "").removeprefix("|-").strip()
-        message = f"{fields['name']}: {error}" if fields.get("name") and error not in ("", "|-") else error or "test failed"
+        name = fields.get("name", "")
+        message = f"{name}: {error}" if name and error else (error or name or "test failed")
         frames.reverse()
-        for f in frames:
-            f.message = message
+        for raw in frames:
+            raw.message = message
         traces.append(Trace(start=i, frames=frames))
     return traces

@@ -30,7 +30,7 @@ HERE = Path(__file__).resolve().parent
 SAMPLES = HERE.parent
 sys.path.insert(0, str(HERE))
 
-from cases import CASES, TOOLS  # noqa: E402
+from cases import CASES, TOOLS
 
 
 def expected(case: dict) -> tuple[str, int]:
@@ -49,7 +49,7 @@ def run_tmux(cmd: str, cwd: Path, env: dict[str, str], name: str) -> str:
     subprocess.run([*tm, "new-session", "-d", "-x", "80", "-y", "400", "-s", name, "-c", str(cwd), "bash", "--norc", "-c", script], env=env, check=True)
     subprocess.run([*tm, "wait-for", f"{name}-done"], env=env, timeout=300, check=False)
     time.sleep(0.3)
-    screen = subprocess.run([*tm, "capture-pane", "-p", "-S", "-", "-t", name], env=env, capture_output=True, text=True).stdout
+    screen = subprocess.run([*tm, "capture-pane", "-p", "-S", "-", "-t", name], env=env, capture_output=True, text=True, check=False).stdout
     subprocess.run([*tm, "kill-server"], env=env, check=False)
     return screen.rstrip("\n") + "\n"
 
@@ -77,7 +77,7 @@ def run_case(name: str, case: dict) -> None:
         if case.get("mode") == "tmux":
             output = run_tmux(cmd, cwd, env, name.replace(".", "-"))
         else:
-            proc = subprocess.run(["bash", "-c", cmd], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
+            proc = subprocess.run(["bash", "-c", cmd], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600, check=False)
             output = proc.stdout.decode("utf-8", "replace")
         output = output.replace(str(work), "@WS@").replace(str(base), "@BASE@")
         if not output.strip():
