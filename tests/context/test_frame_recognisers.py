@@ -266,3 +266,16 @@ def test_recognised_frames_outrank_guessed_ones(tmp_path: Path) -> None:
     frames = parse_output(out, cwd=tmp_path, workspace=tmp_path)
     assert [(f.resolved, f.guessed) for f in frames] == [("notes.txt", True), ("app.py", False)]
     assert primary_frame(frames).resolved == "app.py"
+
+
+# --------------------------------------------------------------------------- resolve.py
+
+
+def test_a_path_from_another_machine_is_found_by_suffix_only_if_the_line_exists(tmp_path: Path) -> None:
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "views.py").write_text("a = 1\nb = 2\nc = 3\n")
+    out = 'Traceback (most recent call last):\n  File "/srv/app/views.py", line 3, in <module>\nNameError: c\n'
+    assert primary_frame(parse_output(out, cwd=tmp_path, workspace=tmp_path)).resolved == "app/views.py"
+    past_end = out.replace("line 3", "line 30")
+    frames = parse_output(past_end, cwd=tmp_path, workspace=tmp_path)
+    assert frames[0].resolved is None and primary_frame(frames) is None

@@ -56,11 +56,25 @@ class Resolver:
                     break
         return self._by_name.get(name, [])
 
-    def by_suffix(self, printed: str, cwd: Path, hint: str | None = None) -> Path | None:
+    def line_count(self, path: str) -> int | None:
+        if path not in self._lines:
+            try:
+                with open(path, "rb") as fh:
+                    self._lines[path] = sum(1 for _ in fh)
+            except OSError:
+                self._lines[path] = None
+        return self._lines[path]
+
+    def by_suffix(self, printed: str, cwd: Path, hint: str | None = None, line: int = 1) -> Path | None:
         """The workspace file whose path ends with the longest tail of `printed` (or of hint/printed).
 
         For paths printed relative to something else than the cwd (go test's package
-        directory, a container's /app, a Windows checkout, valgrind's base names)."""
+        directory, a container's /app, a Windows checkout, valgrind's base names). The
+        file must have the printed line: a same-named file elsewhere is not a match."""
+        found = self._by_suffix(printed, cwd, hint)
+        return found if found is not None and (self.line_count(str(found)) or 0) >= line else None
+
+    def _by_suffix(self, printed: str, cwd: Path, hint: str | None) -> Path | None:
         parts = [p for p in printed.replace("\\", "/").split("/") if p and p not in (".", "..")]
         if hint:
             parts = [p for p in hint.replace("\\", "/").split("/") if p] + parts
@@ -99,13 +113,13 @@ class Resolver:
             # A Windows path on this host: a library by its shape, else the workspace file it ends with.
             if is_library(posix, in_workspace=False) or raw.library_hint:
                 return printed, True, None
-            found = self.by_suffix(posix[2:], cwd)
+            found = self.by_suffix(posix[2:], cwd, line=raw.line)
             return (str(found), False, self.relative(found)) if found else (printed, False, None)
         p = Path(posix)
         if not p.is_absolute():
-            p = next((c for c in (cwd / p, self.workspace / p) if c.is_file()), None) or self.by_suffix(posix, cwd, raw.dir_hint) or cwd / p
+            p = next((c for c in (cwd / p, self.workspace / p) if c.is_file()), None) or self.by_suffix(posix, cwd, raw.dir_hint, raw.line) or cwd / p
         elif not p.is_file() and not self.relative(p) and not raw.library_hint and not is_library(p.as_posix(), False):
-            p = self.by_suffix(posix, cwd) or p  # an absolute path from another machine or a container
+            p = self.by_suffix(posix, cwd, line=raw.line) or p  # an absolute path from another machine or a container
         p = Path(os.path.normpath(p))
         rel = self.relative(p)
         library = raw.library_hint or is_library(p.as_posix(), in_workspace=rel is not None)
@@ -135,13 +149,7 @@ class Resolver:
         path, _library, rel = self.resolve(raw, cwd)
         if rel is None:
             return None
-        if path not in self._lines:
-            try:
-                with open(path, "rb") as fh:
-                    self._lines[path] = sum(1 for _ in fh)
-            except OSError:
-                self._lines[path] = None
-        count = self._lines[path]
+        count = self.line_count(path)
         return (path, count) if count is not None else None
 
 
