@@ -28,7 +28,7 @@ from .node import parse_node, parse_node_tap
 from .php import parse_php
 from .pytest import parse_pytest
 from .python import parse_python
-from .rank import primary_frame, stack_severities
+from .rank import primary_frame, rank_trace
 from .resolve import Resolver, column_of, make_dirs
 from .ruby import parse_ruby
 from .rust import parse_rust_panic
@@ -109,10 +109,7 @@ def parse_output(text: str, *, cwd: Path, workspace: Path, max_lines: int = MAX_
                     guessed=trace.guessed,
                 )
             )
-        if trace.stack:
-            stack_severities(frames, [len(s) for s in trace.sections] or [len(frames)])
-        for raw, frame in zip(trace.frames, frames):
-            if raw.related:
-                frame.severity = "info"
+        sizes = [len(s) for s in trace.sections] or [len(frames)]
+        rank_trace(frames, sizes, [raw.related for raw in trace.frames], stack=trace.stack)
         out.extend(frames)
     return out

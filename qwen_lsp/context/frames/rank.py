@@ -7,6 +7,16 @@ from collections.abc import Iterable
 from .model import Frame
 
 
+def rank_trace(frames: list[Frame], section_sizes: Iterable[int], related: Iterable[bool], *, stack: bool) -> None:
+    """Severities of one trace: a call stack's callers are context, and so is every related stack
+    (a Suppressed: exception, ASan's "freed by", the race detector's previous access)."""
+    if stack:
+        stack_severities(frames, section_sizes)
+    for frame, is_related in zip(frames, related):
+        if is_related:
+            frame.severity = "info"
+
+
 def stack_severities(frames: list[Frame], section_sizes: Iterable[int]) -> None:
     """In each section of a stack trace: innermost and deepest user frame are errors, callers info."""
     pos = 0
