@@ -25,7 +25,7 @@ CLASSES_15 = {
     "ruff_grouped", "shellcheck", "cmake", "go_spaces", "go_package_relative", "gopath", "pylint_e", "java_suppressed",
     "windows_paths", "ansi", "terminal_readback",
 }
-SHAPES_19 = {"at_file_line", "ocaml_file", "paren_line", "after_text", "prefix", "labels", "erlang_terms"}
+SHAPES_19 = {"at_file_line", "ocaml_file", "paren_line", "after_text", "prefix", "labels", "erlang_terms", "embedded"}
 
 
 def test_corpus_size_and_coverage() -> None:

@@ -279,3 +279,20 @@ def test_a_path_from_another_machine_is_found_by_suffix_only_if_the_line_exists(
     past_end = out.replace("line 3", "line 30")
     frames = parse_output(past_end, cwd=tmp_path, workspace=tmp_path)
     assert frames[0].resolved is None and primary_frame(frames) is None
+
+
+# --------------------------------------------------------------------------- embedded reports (issue 19)
+
+
+def test_a_traceback_quoted_in_a_go_test_message_is_the_cause(tmp_path: Path) -> None:
+    frames = frames_of("embedded_go_python", tmp_path)
+    assert ("gen_test.go", 11) in [(f.resolved, f.line) for f in frames]  # the report is still there
+    primary = primary_frame(frames)
+    assert (primary.resolved, primary.line, primary.message) == ("scripts/gen.py", 6, "KeyError: 'name'")
+
+
+def test_doctest_report_and_the_example_traceback(tmp_path: Path) -> None:
+    frames = frames_of("embedded_doctest", tmp_path)
+    report = [f for f in frames if f.message.startswith("doctest failed")]
+    assert [(f.resolved, f.line) for f in report] == [("mathx.py", 3)]
+    assert primary_frame(frames).message == "ZeroDivisionError: division by zero"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bisect import bisect_right
 from functools import partial
 
 from .arrow import parse_arrow
@@ -27,7 +28,7 @@ from .native import parse_assert, parse_sanitizer, parse_valgrind
 from .node import parse_node, parse_node_tap
 from .php import parse_php
 from .pytest import parse_pytest
-from .python import parse_python
+from .python import parse_doctest, parse_python
 from .rank import primary_frame, rank_trace
 from .resolve import Resolver, column_of, make_dirs
 from .ruby import parse_ruby
@@ -41,6 +42,7 @@ __all__ = ["Frame", "Severity", "parse_output", "primary_frame", "strip_ansi", "
 # location finder runs after all of them (it needs the file system, see parse_output).
 PARSERS: tuple[Parser, ...] = (
     parse_pytest,
+    parse_doctest,
     parse_python,
     parse_rust_panic,
     parse_arrow,
@@ -90,7 +92,8 @@ def parse_output(text: str, *, cwd: Path, workspace: Path, max_lines: int = MAX_
             traces.extend(parser(lines, taken))
         except Exception:  # a recogniser bug must not cost the user the other frames
             continue
-    traces.sort(key=lambda t: t.start)
+    starts = sorted(t.start for t in traces if t.frames)
+    traces.sort(key=lambda t: _order(t, starts))
     dirs = make_dirs(lines, resolver.cwd)
     resolved: dict[tuple[str, Path, str | None, str | None, bool], tuple[str, bool, str | None]] = {}
     out: list[Frame] = []
@@ -113,3 +116,12 @@ def parse_output(text: str, *, cwd: Path, workspace: Path, max_lines: int = MAX_
         rank_trace(frames, sizes, [raw.related for raw in trace.frames], stack=trace.stack)
         out.extend(frames)
     return out
+
+
+def _order(trace: Trace, starts: list[int]) -> float:
+    """Output order, except that a report quoting another failure in its body (a go test message
+    holding a child's traceback, a doctest report) goes after it: the quoted failure is the cause."""
+    if trace.end is None:
+        return trace.start
+    k = bisect_right(starts, trace.end) - 1  # the last failure starting inside the body
+    return starts[k] + 0.5 if k >= 0 and starts[k] > trace.start else trace.start

@@ -102,6 +102,7 @@ def parse_go_test(lines: list[str], taken: set[int]) -> list[Trace]:
     named by the `FAIL  import/path  0.01s` line that closes the package's output."""
     traces: list[Trace] = []
     pending: list[Raw] = []
+    ends: dict[int, int] = {}
     in_fail = False
     for i, ln in enumerate(lines):
         if i in taken:
@@ -112,11 +113,15 @@ def parse_go_test(lines: list[str], taken: set[int]) -> list[Trace]:
         elif in_fail and (m := _TEST_LOC.match(ln)):
             pending.append(Raw(at=i, path=m["file"], line=int(m["line"]), message=m["msg"].strip()))
             taken.add(i)
+            indent, j = len(ln) - len(ln.lstrip()), i + 1
+            while j < len(lines) and (len(lines[j]) - len(lines[j].lstrip()) > indent or not lines[j].strip()) and not _TEST_PKG.match(lines[j]):
+                j += 1  # t.Errorf's continuation lines: they may quote a child process's traceback
+            ends[i] = j - 1
         elif m := _TEST_PKG.match(ln):
             for raw in pending:
                 raw.dir_hint = m["pkg"]
-                traces.append(Trace(start=raw.at, frames=[raw], stack=False))
+                traces.append(Trace(start=raw.at, frames=[raw], stack=False, end=ends.get(raw.at)))
             pending, in_fail = [], False
     for raw in pending:
-        traces.append(Trace(start=raw.at, frames=[raw], stack=False))
+        traces.append(Trace(start=raw.at, frames=[raw], stack=False, end=ends.get(raw.at)))
     return traces

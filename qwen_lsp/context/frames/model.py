@@ -50,6 +50,7 @@ class Trace:
     stack: bool = True  # a call stack: only its deepest frames are errors, callers are info
     sections: list[list[Raw]] = field(default_factory=list)  # chained exceptions
     guessed: bool = False  # from the generic location finder
+    end: int | None = None  # last line of a report whose body may quote another tool's traceback
 
 
 Parser = Callable[[list[str], set[int]], list[Trace]]

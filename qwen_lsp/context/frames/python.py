@@ -50,6 +50,7 @@ def parse_python(lines: list[str], taken: set[int]) -> list[Trace]:
             trace.frames.extend(section)
         section = []
 
+    base_indent = 0  # a traceback quoted inside another report (doctest, go test) is indented
     i = 0
     while i < len(lines):
         if i in taken:
@@ -64,6 +65,7 @@ def parse_python(lines: list[str], taken: set[int]) -> list[Trace]:
             chained = True
             taken.add(i)
         elif _PY_HEADER.match(ln):
+            base_indent = len(ln) - len(ln.lstrip())
             if trace is None or not chained:
                 trace = Trace(start=i, frames=[])
                 traces.append(trace)
@@ -94,13 +96,39 @@ def parse_python(lines: list[str], taken: set[int]) -> list[Trace]:
             section.append(raw)
             i = j
             continue
-        elif section and ln.strip() and not ln.startswith((" ", "\t")) and _EXC_LINE.match(ln):
+        elif section and ln.strip() and len(ln) - len(ln.lstrip()) <= base_indent and _EXC_LINE.match(ln.lstrip()):
             # The exception line ends a traceback: "NameError: name 'x' is not defined".
             taken.add(i)
             close_section(ln.strip())
+            base_indent = 0
         elif section and ln.strip().startswith("[Previous line repeated"):
             taken.add(i)
         i += 1
     if section:
         close_section(None)
     return [t for t in traces if t.frames]
+
+
+_DOCTEST_FILE = re.compile(r'^File "(?P<path>[^"]+)", line (?P<line>\d+), in (?P<name>\S+)\s*$')
+_DOCTEST_LABELS = ("Failed example:", "Exception raised:", "Expected:", "Got:", "Expected nothing", "Got nothing")
+
+
+def parse_doctest(lines: list[str], taken: set[int]) -> list[Trace]:
+    """doctest's `File "m.py", line N, in m.f` / `Failed example:` report. Its indented body may quote
+    the example's own traceback, which the Python recogniser reads (the report's `end` covers it)."""
+    traces = []
+    for i, ln in enumerate(lines):
+        if i in taken or not ln.startswith('File "') or i + 1 >= len(lines) or lines[i + 1].strip() != "Failed example:":
+            continue
+        if not (m := _DOCTEST_FILE.match(ln)):
+            continue
+        j = i + 1
+        while j < len(lines) and (lines[j].startswith((" ", "\t")) or lines[j].strip() in _DOCTEST_LABELS or not lines[j].strip()):
+            if lines[j].strip() in _DOCTEST_LABELS:
+                taken.add(j)
+            j += 1
+        taken.add(i)
+        example = lines[i + 2].strip() if i + 2 < len(lines) else ""
+        raw = Raw(at=i, path=m["path"], line=int(m["line"]), function=m["name"], message=f"doctest failed: {example}")
+        traces.append(Trace(start=i, frames=[raw], stack=False, end=j - 1))
+    return traces

@@ -115,3 +115,30 @@ CASES: dict[str, dict] = {
     "ho_gawk_getline": {**H, "generic": True, "toolchain": "gawk", "files": {
         "sum.awk": "BEGIN {\n  x = substr()  # EXPECT\n}\n"}, "cmd": "gawk -f sum.awk"},
 }
+
+# A failure quoted inside another tool's report (issue 19): written after the heldout batch, with the
+# embedding rule (frames/__init__.py _order), so not part of the held-out figure.
+EMBEDDED: dict[str, dict] = {
+    "embedded_doctest": {"toolchain": "doctest", "classes": ["embedded"], "files": {
+        "mathx.py": 'def inverse(x):\n    """\n    >>> inverse(0)\n    0\n    """\n    return 1 / x  # EXPECT\n'},
+        "cmd": "python3 -m doctest mathx.py"},
+    "embedded_doctest_pkg": {"toolchain": "doctest", "classes": ["embedded"], "files": {
+        "textutil/__init__.py": "",
+        "textutil/words.py": 'def first(s):\n    """\n    >>> first("")\n    \'\'\n    >>> first("a b")\n    \'a\'\n    """\n    return s.split()[0]  # EXPECT\n'},
+        "cmd": "python3 -m doctest textutil/words.py"},
+    "embedded_go_python": {"toolchain": "go", "classes": ["embedded"], "files": {"go.mod": GOMOD,
+        "scripts/gen.py": "import json\n\n\ndef main():\n    cfg = json.loads('{}')\n    return cfg['name']  # EXPECT\n\n\nmain()\n",
+        "gen_test.go": (
+            "package demo\n\nimport (\n\t\"os/exec\"\n\t\"testing\"\n)\n\nfunc TestGen(t *testing.T) {\n"
+            "\tout, err := exec.Command(\"python3\", \"scripts/gen.py\").CombinedOutput()\n\tif err != nil {\n"
+            "\t\tt.Fatalf(\"gen.py failed: %v\\n%s\", err, out)\n\t}\n}\n")},
+        "cmd": "go test ./...", "env": GO_ENV},
+    "embedded_go_node": {"toolchain": "go", "classes": ["embedded"], "files": {"go.mod": GOMOD,
+        "web/build.js": "function bundle(entries) {\n  return entries.map((e) => e.path.toUpperCase());  // EXPECT\n}\nbundle([{}]);\n",
+        "build_test.go": (
+            "package demo\n\nimport (\n\t\"os/exec\"\n\t\"testing\"\n)\n\nfunc TestBuild(t *testing.T) {\n"
+            "\tout, err := exec.Command(\"node\", \"web/build.js\").CombinedOutput()\n\tif err != nil {\n"
+            "\t\tt.Errorf(\"build failed: %v\\n%s\", err, out)\n\t}\n}\n")},
+        "cmd": "go test ./...", "env": GO_ENV},
+}
+CASES.update(EMBEDDED)
