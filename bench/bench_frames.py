@@ -25,7 +25,7 @@ from qwen_lsp.context.frames import parse_output, primary_frame, truncate_output
 
 def accuracy(verbose: bool) -> None:
     per: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    groups = {"specific": [0, 0], "generic": [0, 0], "held-out batch": [0, 0]}
+    groups = {"specific": [0, 0], "generic": [0, 0], "held-out batch": [0, 0], "held-out batch 2": [0, 0]}
     misses = []
     for name in names():
         with tempfile.TemporaryDirectory() as tmp:
@@ -38,7 +38,7 @@ def accuracy(verbose: bool) -> None:
             tool = s.meta["toolchain"] + (" (generic)" if s.meta.get("generic") else "")
             per[tool][0] += ok
             per[tool][1] += 1
-            for key in ("generic" if s.meta.get("generic") else "specific", "held-out batch" if s.meta.get("batch") == "heldout" else None):
+            for key in ("generic" if s.meta.get("generic") else "specific", {"heldout": "held-out batch", "heldout2": "held-out batch 2"}.get(s.meta.get("batch", ""))):
                 if key:
                     groups[key][0] += ok
                     groups[key][1] += 1

@@ -296,3 +296,24 @@ def test_doctest_report_and_the_example_traceback(tmp_path: Path) -> None:
     report = [f for f in frames if f.message.startswith("doctest failed")]
     assert [(f.resolved, f.line) for f in report] == [("mathx.py", 3)]
     assert primary_frame(frames).message == "ZeroDivisionError: division by zero"
+
+
+# --------------------------------------------------------------------------- found by held-out batch 2
+
+
+def test_a_go_internal_directory_is_user_code(tmp_path: Path) -> None:
+    primary = primary_frame(frames_of("h2_go_vet_subpkg", tmp_path))
+    assert (primary.resolved, primary.line) == ("internal/log/log.go", 6)
+
+
+def test_lua_traceback_lines_are_not_diagnostics(tmp_path: Path) -> None:
+    frames = frames_of("h2_lua_error_table", tmp_path)
+    primary = primary_frame(frames)
+    assert (primary.resolved, primary.line, primary.guessed) == ("calc.lua", 8, True)
+    assert all(f.guessed for f in frames)
+
+
+def test_ruby_wrong_number_of_arguments_points_at_the_call(tmp_path: Path) -> None:
+    frames = frames_of("h2_ruby_argument", tmp_path)
+    assert [(f.resolved, f.line) for f in frames] == [("main.rb", 2)]
+    assert "wrong number of arguments (given 1, expected 2)" in frames[0].message

@@ -8,6 +8,9 @@ from .model import PATH, Raw, Severity, Trace, lint_severity, plausible_path, se
 
 _GENERIC = re.compile(rf"^\s*(?P<path>{PATH}):(?P<line>\d+)(?::(?P<col>\d+))?:(?:\s+(?P<msg>.*))?$")
 _SEV_PREFIX = re.compile(r"^(?P<sev>fatal error|error|warning|note|info|hint|remark)(?:\[[\w-]+\])?\s*:\s*", re.IGNORECASE)
+# "path:3: in function 'f'" is a line of a stack traceback (Lua), not a diagnostic: the generic
+# location finder reads those, as a block, with the error line above them.
+_STACK_LINE = re.compile(r"^in (?:function|local|method|upvalue|field|main chunk|for iterator|\?)\b")
 _TAGGED = re.compile(r"\[(?P<sev>Error|Warning)/[^\]]*\]$")
 _CODE_PREFIX = re.compile(r"^(?P<code>[A-Z]{1,4}\d{2,5})\b")
 _GCC_FUNC = re.compile(rf"^(?P<path>{PATH}): (?:In (?:static |member )?(?:function|constructor|destructor|instantiation of)[^‘'`]*[‘'`](?P<func>[^’']+)[’']|At top level):\s*$")
@@ -24,7 +27,7 @@ def parse_generic(lines: list[str], taken: set[int]) -> list[Trace]:
             taken.add(i)
             continue
         m = _GENERIC.match(ln)
-        if not m or not plausible_path(m["path"]):
+        if not m or not plausible_path(m["path"]) or _STACK_LINE.match(m["msg"] or ""):
             continue
         msg = (m["msg"] or "").strip()
         severity: Severity = "error"

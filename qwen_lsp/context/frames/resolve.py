@@ -104,8 +104,10 @@ class Resolver:
         printed = raw.path
         if printed.startswith("file://"):
             printed = unquote(printed[len("file://") :])
-        if printed.startswith(("<", "node:", "internal/")) or printed in {"native", "[eval]", "[C]", "?"}:
+        if printed.startswith(("<", "node:")) or printed in {"native", "[eval]", "[C]", "?"}:
             return printed, True, None
+        if printed.startswith("internal/") and not (cwd / printed).is_file() and not (self.workspace / printed).is_file():
+            return printed, True, None  # old Node's own modules; a Go project's internal/ is user code
         if raw.java_class is not None:
             return self._resolve_jvm(raw, printed)
         posix = printed.replace("\\", "/")

@@ -52,6 +52,9 @@ def parse_ruby(lines: list[str], taken: set[int]) -> list[Trace]:
         taken.add(i)
         last = i
     flush()
+    for trace in traces:
+        if len(trace.frames) >= 2 and "wrong number of arguments" in trace.frames[-1].message:
+            trace.frames.pop()  # raised at the callee's `def` line; the call is what to fix
     return traces
 
 

@@ -71,8 +71,9 @@ def run_case(name: str, case: dict) -> None:
                 env.pop(k, None)
         cmd = case["cmd"].replace("$TOOLS", str(TOOLS))
         cwd = work / case.get("cwd", ".")
-        if shutil.which(cmd.split()[0]) is None:
-            print(f"skip {name}: {cmd.split()[0]} not installed")
+        tool = cmd.split()[0].lstrip("({")
+        if shutil.which(tool) is None:
+            print(f"skip {name}: {tool} not installed")
             return
         if case.get("mode") == "tmux":
             output = run_tmux(cmd, cwd, env, name.replace(".", "-"))
