@@ -12,7 +12,7 @@ def rank_trace(frames: list[Frame], section_sizes: Iterable[int], related: Itera
     (a Suppressed: exception, ASan's "freed by", the race detector's previous access)."""
     if stack:
         stack_severities(frames, section_sizes)
-    for frame, is_related in zip(frames, related):
+    for frame, is_related in zip(frames, related, strict=True):
         if is_related:
             frame.severity = "info"
 

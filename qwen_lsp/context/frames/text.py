@@ -131,7 +131,7 @@ def strip_prefixes(lines: list[str]) -> list[str]:
     hits = sum(1 for c in cut if c)
     if hits < 2 or hits * 5 < non_empty:
         return lines
-    return [ln[c:] if c else ln for ln, c in zip(lines, cut)]
+    return [ln[c:] if c else ln for ln, c in zip(lines, cut, strict=True)]
 
 
 # --------------------------------------------------------------------------- lines wrapped by a terminal
