@@ -29,7 +29,7 @@ from pygls.uris import from_fs_path, to_fs_path
 from pygls.workspace import PositionCodec
 
 from qwen_lsp import wire as protocol
-from qwen_lsp.context.frames import Frame
+from qwen_lsp.context.frames import Frame, primary_frame
 from qwen_lsp.sanitize import one_line, visible
 from qwen_lsp.types import FileChange, FixResult, ShellSuggestion, Validation
 
@@ -257,6 +257,9 @@ def fix_offer_title(message: str, limit: int = 80) -> str:
 # --------------------------------------------------------------------------- diagnostics
 
 
+MAX_DIAGNOSTICS = 100  # per terminal run: enough for a real build, bounded for a runaway log
+
+
 def frames_to_diagnostics(
     frames: Sequence[Frame],
     root: Path,
@@ -265,10 +268,17 @@ def frames_to_diagnostics(
     codec: PositionCodec = UTF16,
     data: dict[str, Any] | None = None,
     source: str = protocol.SOURCE,
+    max_diagnostics: int = MAX_DIAGNOSTICS,
 ) -> dict[str, list[types.Diagnostic]]:
     """Diagnostics by URI: one per error/warning frame in a workspace file, message from its
-    trace, the trace's other frames as related information (callers first)."""
+    trace, the trace's other frames as related information (callers first).
+
+    At most `max_diagnostics`: the primary frame's trace first, then the others in output order,
+    so a log with thousands of findings publishes the one to fix and a bounded rest."""
     traces: dict[int, list[Frame]] = {}
+    first = primary_frame(list(frames))
+    if first is not None:
+        traces[first.trace] = []
     for frame in frames:
         traces.setdefault(frame.trace, []).append(frame)
     cache: dict[Path, list[str] | None] = {}
@@ -282,7 +292,9 @@ def frames_to_diagnostics(
     out: dict[str, list[types.Diagnostic]] = {}
     seen: set[tuple[str, int, str]] = set()
     for trace in traces.values():
-        user = [f for f in trace if f.resolved and not f.library]
+        if len(seen) >= max_diagnostics:
+            break
+        user = [f for f in trace if f.resolved and not f.library and not (f.guessed and f.severity == "info")]
         primary = [f for f in user if f.severity in ("error", "warning")] or user
         trace_message = next((f.message for f in reversed(trace) if f.message), "")
         for frame in primary:
@@ -293,7 +305,7 @@ def frames_to_diagnostics(
                 continue  # the file is gone or shorter now: a diagnostic there would point at nothing
             message = frame.message or trace_message or "failed here"
             uri = file_uri(root, frame.resolved)
-            if (uri, frame.line, message) in seen:
+            if (uri, frame.line, message) in seen or len(seen) >= max_diagnostics:
                 continue
             seen.add((uri, frame.line, message))
             text = lines[frame.line - 1] if lines else ""

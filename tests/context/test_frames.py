@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,18 +11,14 @@ import pytest
 from qwen_lsp.context.frames import Frame, parse_output, primary_frame, strip_ansi, truncate_output
 
 SAMPLES = Path(__file__).parent / "samples"
+sys.path.insert(0, str(SAMPLES / "corpus"))
+from corpus_layout import lay_out, names
 
 
 def load_sample(name: str, tmp_path: Path) -> tuple[str, Path, Path]:
     """Lay the sample's sources out in tmp_path; return (output, cwd, workspace)."""
-    src = SAMPLES / name
-    for f in (src / "ws").rglob("*.sample"):
-        dest = tmp_path / f.relative_to(src / "ws").with_suffix("")
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(f, dest)
-    meta = json.loads((src / "meta.json").read_text())
-    output = (src / "output.txt").read_text().replace("@WS@", str(tmp_path))
-    return output, tmp_path / meta["cwd"], tmp_path
+    s = lay_out(name, tmp_path)
+    return s.output, s.cwd, s.workspace
 
 
 # case: (resolved path, line, column or None to skip, message fragment)
@@ -69,8 +65,10 @@ PRIMARY = {
 
 
 def test_every_sample_has_an_expectation() -> None:
-    on_disk = {p.name for p in SAMPLES.iterdir() if (p / "output.txt").is_file()}
-    assert on_disk == set(PRIMARY)
+    for name in names():
+        meta = json.loads((SAMPLES / name / "meta.json").read_text())
+        assert meta.get("toolchain") and meta.get("expect"), name
+    assert set(PRIMARY) <= set(names())
 
 
 @pytest.mark.parametrize("case", sorted(PRIMARY))

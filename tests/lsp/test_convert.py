@@ -127,3 +127,15 @@ def test_shell_suggestions_are_client_commands_with_the_risk():
     assert action.command.command == "qwen.runInTerminal"
     assert action.command.arguments == [{"command": "rm -rf build", "reason": "stale", "risk": "destructive", "dangers": ["deletes"]}]
     assert "destructive" in action.title
+
+
+def test_diagnostics_per_run_are_capped_with_the_primary_first(tmp_path):
+    (tmp_path / "gen.py").write_text("\n".join(f"x{i} = {i}" for i in range(600)) + "\n")
+    (tmp_path / "app.py").write_text("def f():\n    return y\n")
+    lint = "\n".join(f"gen.py:{i}:1: W291 trailing whitespace" for i in range(1, 501))
+    crash = 'Traceback (most recent call last):\n  File "app.py", line 2, in f\nNameError: y\n'
+    frames = parse_output(lint + "\n" + crash, cwd=tmp_path, workspace=tmp_path)
+    by_uri = conv.frames_to_diagnostics(frames, tmp_path, lambda p: p.read_text(), max_diagnostics=50)
+    assert sum(len(d) for d in by_uri.values()) == 50
+    (app,) = [d for uri, d in by_uri.items() if uri.endswith("/app.py")]
+    assert app[0].message == "NameError: y"

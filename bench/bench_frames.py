@@ -1,0 +1,98 @@
+"""Frame parser figures: primary-location accuracy per toolchain on the captured corpus
+(tests/context/samples, real tool outputs) and parse time of a 100k-line log.
+
+    .venv/bin/python bench/bench_frames.py [-v]     # -v lists every miss
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "tests" / "context" / "samples" / "corpus"))
+
+from figures import figure
+from corpus_layout import lay_out, names
+
+from qwen_lsp.context.frames import parse_output, primary_frame, truncate_output
+
+
+def accuracy(verbose: bool) -> None:
+    per: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    groups = {"specific": [0, 0], "generic": [0, 0], "held-out batch": [0, 0], "held-out batch 2": [0, 0]}
+    misses = []
+    for name in names():
+        with tempfile.TemporaryDirectory() as tmp:
+            s = lay_out(name, Path(tmp).resolve())
+            if s.expect is None:
+                continue
+            frames = parse_output(s.output, cwd=s.cwd, workspace=s.workspace)
+            got = primary_frame(frames)
+            ok = got is not None and (got.resolved, got.line) == s.expect
+            tool = s.meta["toolchain"] + (" (generic)" if s.meta.get("generic") else "")
+            per[tool][0] += ok
+            per[tool][1] += 1
+            for key in ("generic" if s.meta.get("generic") else "specific", {"heldout": "held-out batch", "heldout2": "held-out batch 2"}.get(s.meta.get("batch", ""))):
+                if key:
+                    groups[key][0] += ok
+                    groups[key][1] += 1
+            if not ok:
+                misses.append(f"  {name}: want {s.expect}, got {(got.resolved, got.line) if got else None}")
+    print(f"{'toolchain':<24} {'exact':>5} / {'n':<3}")
+    for tool in sorted(per):
+        ok, n = per[tool]
+        print(f"{tool:<24} {ok:>5} / {n:<3} {100 * ok / n:5.0f}%")
+    for group, (ok, n) in groups.items():
+        print(f"{group + ' total':<24} {ok:>5} / {n:<3} {100 * ok / max(n, 1):5.1f}%")
+        figure(f"primary exact, {group} corpus", 100 * ok / max(n, 1), "%")
+    if misses and verbose:
+        print("misses:\n" + "\n".join(misses))
+
+
+def big_log(n: int = 100_000) -> str:
+    lines = []
+    for i in range(n):
+        if i % 97 == 0:
+            lines.append(f"2026-01-01T00:00:{i % 60:02d} WARNING connection error: timeout talking to cache-{i % 5} (retrying)")
+        else:
+            lines.append(f"2026-01-01T00:00:{i % 60:02d} INFO request {i} GET /api/items/{i} 200 in {i % 40}ms")
+    at = n // 2
+    lines[at : at + 4] = [
+        "Traceback (most recent call last):",
+        '  File "/srv/app/worker.py", line 12, in handle',
+        "    return job['payload'].decode()",
+        "AttributeError: 'NoneType' object has no attribute 'decode'",
+    ]
+    return "\n".join(lines)
+
+
+def timing() -> None:
+    """Best of three, wall clock and CPU time of this process (the CPU figure is steadier on a shared machine)."""
+    text = big_log()
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = Path(tmp)
+        for label, fn in (
+            ("prompt path (truncate to 5000 lines + parse)", lambda: parse_output(truncate_output(text, max_lines=5000), cwd=ws, workspace=ws)),
+            ("language server path (parse_output, bounded)", lambda: parse_output(text, cwd=ws, workspace=ws)),
+        ):
+            wall, cpu = min(_timed(fn) for _ in range(3))
+            print(f"100k-line log, {label}: {wall * 1000:.0f} ms wall, {cpu * 1000:.0f} ms CPU")
+            figure(f"100k-line log, {label}, wall", wall * 1000, "ms")
+            figure(f"100k-line log, {label}, CPU", cpu * 1000, "ms")
+
+
+def _timed(fn) -> tuple[float, float]:
+    wall, cpu = time.perf_counter(), time.process_time()
+    fn()
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+if __name__ == "__main__":
+    accuracy("-v" in sys.argv)
+    timing()
