@@ -116,7 +116,7 @@ class _Run:
             read_file=self.overlay.read, cache_dir=self.settings.cache_dir, max_model_len=await self._input_limit(),
         )
         named = {self.task.path} | {f.resolved for f in built.frames if f.resolved}
-        key = task_fingerprint(self.task, self._seen_hashes(p for p in named if p))
+        key = task_fingerprint(self.task, self._seen_hashes(p for p in named if p), self.overlay.root)
         self.messages = list(built.messages)
         if self.task.kind == TaskKind.explain:
             return await self._explain()
