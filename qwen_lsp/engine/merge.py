@@ -1,0 +1,372 @@
+"""Apply an inexact edit as a three-way merge instead of a block replacement.
+
+old_string is the model's copy of some file lines and new_string is that copy
+changed. When the copy is not exact (a typo, a line left out, `...` standing for
+unchanged lines), writing new_string over the matched region would write the
+copy's mistakes into the file. Instead:
+
+- lines that old_string and new_string share are taken from the file as they are;
+- lines of the file that old_string does not mention are kept;
+- only the lines the model changed are replaced, re-indented to the file.
+
+Whenever the merge is not certain (a changed line has no counterpart in the
+file, an insertion could go on either side of a line the model did not mention,
+an elision is changed) it raises `Uncertain`: a refused edit costs the model one
+more try, a wrong one corrupts the user's file.
+
+Pure functions on lists of lines (without line endings).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections import Counter
+from dataclasses import dataclass
+from itertools import pairwise
+
+TAB_WIDTH = 4  # only used to compare mixed tab/space indentation widths
+LINE_SIMILARITY = 0.75  # a line with a small typo still pairs with its file line
+MIN_ANCHORED = 0.5  # share of old_string's lines that must be in the file verbatim (modulo spacing)
+
+# `...` on its own line, or as a comment ("# ...", "// ... existing code ...", "/* ... */").
+# A bare `...` is real code in Python (Ellipsis), so it counts as an elision only where
+# old_string uses elisions too.
+_COMMENT_ELISION = re.compile(r"^\s*(#|//|/\*|--|<!--|;)\s*(\.\.\.|…)")
+_BARE_ELISION = re.compile(r"^\s*(\.\.\.|…)\s*$")
+ELIDED = "\x00elided"  # what an elision line compares as
+
+
+class Uncertain(Exception):
+    """The merge would have to guess; the message says why (for the model)."""
+
+
+class Unanchored(Uncertain):
+    """Not one line of old_string is in the file as written: it was not found at all."""
+
+
+@dataclass(frozen=True)
+class Merged:
+    start: int  # the file lines [start, stop) are replaced by `lines`
+    stop: int
+    lines: list[str]
+
+
+def is_elision(line: str, *, bare: bool) -> bool:
+    return bool(_COMMENT_ELISION.match(line) or (bare and _BARE_ELISION.match(line)))
+
+
+def has_elision(lines: list[str], *, bare: bool) -> bool:
+    return any(is_elision(line, bare=bare) for line in lines)
+
+
+def strip_outer_elisions(old: list[str], new: list[str]) -> tuple[list[str], list[str]]:
+    """Drop elisions at the ends of old_string ("and more follows" says nothing to merge),
+    and the matching ones at the ends of new_string. An elision only new_string has stays:
+    the merge refuses it rather than guess what it stands for."""
+    bare = True
+
+    def trim(lines: list[str], front: bool) -> tuple[list[str], bool]:
+        cut = False
+        while lines and (not lines[0 if front else -1].strip() or is_elision(lines[0 if front else -1], bare=bare)):
+            cut = cut or is_elision(lines[0 if front else -1], bare=bare)
+            lines = lines[1:] if front else lines[:-1]
+        return lines, cut
+
+    old_front, cut_front = trim(old, True)
+    old_both, cut_back = trim(old_front, False)
+    if cut_front:
+        new = trim(new, True)[0]
+    if cut_back:
+        new = trim(new, False)[0]
+    return old_both, new
+
+
+# --- alignment: which file line each old_string line is a copy of ----------------------------
+
+
+def align_segments(file_lines: list[str], old: list[str]) -> list[int | None]:
+    """Pairs for an old_string with elisions: each run between elisions must match the file
+    (modulo indentation) in order, and the whole chain must match at exactly one place."""
+    segments: list[tuple[int, list[str]]] = []  # (index in old, lines)
+    start = 0
+    for i, line in enumerate([*old, "..."]):
+        if i == len(old) or is_elision(line, bare=True):
+            if any(s.strip() for s in old[start:i]):
+                segments.append((start, old[start:i]))
+            start = i + 1
+    if not segments:
+        raise Uncertain("old_string has nothing but elisions.")
+    starts = [line_matches(file_lines, seg) for _, seg in segments]
+    missing = [i for i, found in enumerate(starts) if not found]
+    if missing:
+        _, seg = segments[missing[0]]
+        raise Uncertain(f"the lines around the `...` in old_string, starting with {seg[0].strip()!r}, are not in the file.")
+
+    chains: list[list[int]] = []
+    for first in starts[0]:
+        chain = [first]
+        for (_, seg_prev), found in zip(segments, starts[1:], strict=False):
+            after = chain[-1] + len(seg_prev)
+            nxt = [s for s in found if s >= after and _same_shape(file_lines, old, segments, [*chain, s])]
+            if not nxt:
+                break
+            chain.append(nxt[0])  # the nearest: an elision stands for the lines in between
+        if len(chain) == len(segments):
+            chains.append(chain)
+    if not chains:
+        raise Uncertain("the parts of old_string between `...` lines are not in that order, or not indented alike, in the file.")
+    if len(chains) > 1:
+        where = ", ".join(str(c[0] + 1) for c in chains[:8])
+        raise Uncertain(f"old_string with its `...` matches {len(chains)} places (lines {where}).")
+    pairs: list[int | None] = [None] * len(old)
+    for (offset, seg), file_start in zip(segments, chains[0], strict=True):
+        for k in range(len(seg)):
+            pairs[offset + k] = file_start + k
+    return pairs
+
+
+def _same_shape(file_lines: list[str], old: list[str], segments: list[tuple[int, list[str]]], chain: list[int]) -> bool:
+    """The segments found so far are indented relative to each other as in old_string."""
+    olds: list[str] = []
+    found: list[str] = []
+    for (offset, seg), file_start in zip(segments, chain, strict=False):
+        olds += old[offset : offset + len(seg)]
+        found += file_lines[file_start : file_start + len(seg)]
+    return indent_shape(olds) == indent_shape(found)
+
+
+def align_fuzzy(file_lines: list[str], old: list[str], lo: int, hi: int) -> list[int | None]:
+    """Pairs for an old_string that differs from file[lo:hi] (a window around the best region).
+
+    Lines equal modulo spacing pair first (difflib on the squashed lines); in the gaps
+    between them, a remaining old line pairs with the most similar remaining file line
+    if they are nearly the same (a typo). Unpaired old lines are not in the file.
+    """
+    old_norm = [squash(line) for line in old]
+    file_norm = [squash(line) for line in file_lines[lo:hi]]
+    pairs: list[int | None] = [None] * len(old)
+    matcher = difflib.SequenceMatcher(None, old_norm, file_norm, autojunk=False)
+    prev_o = prev_f = 0
+    for block in matcher.get_matching_blocks():  # ends with a (len, len, 0) sentinel
+        _pair_similar(old_norm, file_norm, range(prev_o, block.a), range(prev_f, block.b), pairs)
+        for k in range(block.size):
+            pairs[block.a + k] = block.b + k
+        prev_o, prev_f = block.a + block.size, block.b + block.size
+    return [None if p is None else lo + p for p in pairs]
+
+
+def _pair_similar(old_norm: list[str], file_norm: list[str], olds: range, files: range, pairs: list[int | None]) -> None:
+    next_file = files.start
+    for o in olds:
+        if not old_norm[o]:
+            continue
+        scored = [(similarity(old_norm[o], file_norm[f]), f) for f in range(next_file, files.stop) if file_norm[f]]
+        if not scored:
+            return
+        score, f = max(scored, key=lambda s: (s[0], -s[1]))
+        if score >= LINE_SIMILARITY:
+            pairs[o] = f
+            next_file = f + 1
+
+
+def check_anchored(old: list[str], pairs: list[int | None], file_lines: list[str]) -> None:
+    """Enough of old_string is in the file verbatim that the pairing is not a coincidence."""
+    lines = [i for i, line in enumerate(old) if line.strip()]
+    verbatim = sum(1 for i in lines if pairs[i] is not None and squash(file_lines[pairs[i]]) == squash(old[i]))
+    if verbatim == 0:
+        raise Unanchored("none of the lines of old_string are in the file as written.")
+    if verbatim < 2 or verbatim < MIN_ANCHORED * len(lines):
+        raise Uncertain(f"only {verbatim} of the {len(lines)} lines of old_string are in the file as written.")
+    paired = [p for p in pairs if p is not None]
+    span = set(range(paired[0], paired[-1] + 1)) - set(paired)
+    unmentioned = sum(1 for k in span if file_lines[k].strip())
+    if unmentioned > max(2, len(lines) // 3):
+        raise Uncertain(f"old_string leaves out {unmentioned} lines of the file region it matches.")
+
+
+# --- the merge -----------------------------------------------------------------------------
+
+
+def merge(file_lines: list[str], old: list[str], new: list[str], pairs: list[int | None], *, bare: bool) -> Merged:
+    """Build the replacement of the file region that `old` was paired with (see module doc)."""
+    elided = [is_elision(line, bare=bare) for line in old]
+    old_key = [ELIDED if e else line.rstrip() for line, e in zip(old, elided, strict=True)]
+    new_key = [ELIDED if is_elision(line, bare=bare) else line.rstrip() for line in new]
+    paired = [p for p in pairs if p is not None]
+    if not paired:
+        raise Uncertain("none of the lines of old_string are in the file.")
+    indent = _Indenter(file_lines, old, new, pairs)
+    start = cursor = paired[0]
+    out: list[str] = []
+
+    def emit_to(k: int) -> None:  # file lines up to k (exclusive) that old_string did not mention
+        nonlocal cursor
+        out.extend(file_lines[cursor:k])
+        cursor = max(cursor, k)
+
+    opcodes = difflib.SequenceMatcher(None, old_key, new_key, autojunk=False).get_opcodes()
+    for tag, i1, i2, j1, j2 in opcodes:
+        elided_in_new = tag == "replace" and j2 - j1 == 1 and is_elision(new[j1], bare=True) and not any(elided[i1:i2])
+        if tag == "equal" or (elided_in_new and all(pairs[i] is not None for i in range(i1, i2) if old[i].strip())):
+            # Unchanged, or written as `...` in new_string only: the file's lines, as they are.
+            for i in range(i1, i2):
+                if pairs[i] is not None:
+                    emit_to(pairs[i])
+                    emit_to(pairs[i] + 1)
+            continue
+        if any(elided[i1:i2]) or ELIDED in new_key[j1:j2]:
+            raise Uncertain("new_string changes or moves a `...` elision, so it is unclear which lines it stands for.")
+        changed = [i for i in range(i1, i2) if old[i].strip()]
+        if any(pairs[i] is None for i in changed):
+            missing = next(old[i].strip() for i in changed if pairs[i] is None)
+            raise Uncertain(f"old_string changes the line {missing!r}, which is not in the file.")
+        targets = [pairs[i] for i in range(i1, i2) if pairs[i] is not None]
+        if targets:
+            first, last = targets[0], targets[-1]
+            inside = [k for k in range(first, last + 1) if k not in targets and file_lines[k].strip()]
+            if inside:
+                raise Uncertain(
+                    f"old_string leaves out line {inside[0] + 1} ({file_lines[inside[0]].strip()!r}) "
+                    "in the middle of the lines it changes."
+                )
+            emit_to(first)
+            cursor = last + 1
+        else:
+            emit_to(_insertion_point(file_lines, pairs, elided, i1, cursor))
+        out.extend(indent.lines(new[j1:j2]))
+    return Merged(start, cursor, out)
+
+
+def _insertion_point(file_lines: list[str], pairs: list[int | None], elided: list[bool], at: int, cursor: int) -> int:
+    """Where lines new_string adds before old line `at` go: between the file lines of the
+    old lines around them. Unmentioned file lines in between make that a guess."""
+    before = next((i for i in range(at - 1, -1, -1) if pairs[i] is not None or elided[i]), None)
+    after = next((i for i in range(at, len(pairs)) if pairs[i] is not None or elided[i]), None)
+    if after is None or elided[after]:
+        return cursor  # right after the previous line
+    target = pairs[after]
+    assert target is not None
+    if before is None or elided[before]:
+        return target  # right before the next line
+    if any(line.strip() for line in file_lines[cursor:target]):
+        raise Uncertain(
+            f"new_string adds lines next to line {cursor + 1} ({file_lines[cursor].strip()!r}), which old_string "
+            "leaves out, so it is unclear on which side of it they go."
+        )
+    return cursor
+
+
+class _Indenter:
+    """Moves new lines from old_string's indentation to the file's.
+
+    A new line indented like some paired old line gets that file line's indentation
+    verbatim; other lines are placed relative to the nearest such width, in indent
+    levels (the model's step becomes the file's step: a tab or N spaces).
+    """
+
+    def __init__(self, file_lines: list[str], old: list[str], new: list[str], pairs: list[int | None]) -> None:
+        votes: dict[int, Counter[str]] = {}
+        for line, k in zip(old, pairs, strict=True):
+            if k is not None and line.strip() and file_lines[k].strip():
+                votes.setdefault(width(indent_of(line)), Counter())[indent_of(file_lines[k])] += 1
+        self.known = {w: c.most_common(1)[0][0] for w, c in votes.items()}
+        self.verbatim = all(indent_of(line) == ind for line, ind in self._pairs(old, pairs, file_lines))
+        block = [file_lines[k] for k in pairs if k is not None]
+        self.step = width(indent_unit(old) or indent_unit(new) or " " * TAB_WIDTH)
+        self.unit = indent_unit(block) or indent_unit(file_lines) or " " * self.step
+
+    @staticmethod
+    def _pairs(old: list[str], pairs: list[int | None], file_lines: list[str]) -> list[tuple[str, str]]:
+        return [(o, indent_of(file_lines[k])) for o, k in zip(old, pairs, strict=True) if k is not None and o.strip()]
+
+    def lines(self, new: list[str]) -> list[str]:
+        return [self.line(line) for line in new]
+
+    def line(self, line: str) -> str:
+        if not line.strip():
+            return ""
+        if self.verbatim or not self.known:
+            return line.rstrip()
+        w = width(indent_of(line))
+        if w in self.known:
+            return self.known[w] + line.strip()
+        below = [k for k in self.known if k < w]
+        base = max(below) if below else min(self.known)
+        levels, extra = divmod(w - base, self.step)
+        if levels >= 0:
+            ind = self.known[base] + self.unit * levels + " " * extra
+        else:
+            ind = render(width(self.known[base]) + levels * width(self.unit) + extra, self.unit)
+        return ind + line.strip()
+
+
+# --- line helpers (shared with edits.py) ------------------------------------------------------
+
+
+def line_matches(file_lines: list[str], block: list[str]) -> list[int]:
+    """0-based starts of every run of file lines equal to `block` modulo indentation.
+
+    Lines compare equal when their stripped text is equal and the block's
+    indentation has the same shape (see indent_shape), so a block given at
+    column 0 matches one at column 8, and tabs match spaces.
+    """
+    want = [line.strip() for line in block]
+    shape = indent_shape(block)
+    have = [line.strip() for line in file_lines]
+    m = len(want)
+    return [
+        s
+        for s in range(len(have) - m + 1)
+        if have[s : s + m] == want and indent_shape(file_lines[s : s + m]) == shape
+    ]
+
+
+def indent_shape(lines: list[str]) -> list[int | None]:
+    """Each line's indentation as a rank among the block's distinct indent widths.
+
+    Ranks instead of widths make the comparison independent of the base
+    indentation, of tabs vs spaces, and of the indent step (2 vs 4 spaces),
+    while still telling nested lines apart from sibling lines.
+    """
+    widths = [width(indent_of(line)) if line.strip() else None for line in lines]
+    rank = {w: r for r, w in enumerate(sorted({w for w in widths if w is not None}))}
+    return [None if w is None else rank[w] for w in widths]
+
+
+def similarity(a: str, b: str) -> float:
+    return difflib.SequenceMatcher(None, a, b, autojunk=False).ratio()
+
+
+def squash(line: str) -> str:
+    """Whitespace-normalized line: no indentation, single spaces."""
+    return " ".join(line.split())
+
+
+def indent_of(line: str) -> str:
+    """Leading whitespace of a (non-blank) line."""
+    return line[: len(line) - len(line.lstrip())]
+
+
+def width(indent: str) -> int:
+    return len(indent.expandtabs(TAB_WIDTH))
+
+
+def render(columns: int, unit: str) -> str:
+    """An indentation of `columns` columns in the file's style."""
+    columns = max(columns, 0)
+    if unit == "\t":
+        return "\t" * (columns // TAB_WIDTH) + " " * (columns % TAB_WIDTH)
+    return " " * columns
+
+
+def indent_unit(lines: list[str]) -> str | None:
+    """The indent step used by `lines`: "\\t", or N spaces (most common increase), or None."""
+    indents = [indent_of(line) for line in lines if line.strip()]
+    tabs = sum(i.startswith("\t") for i in indents)
+    if tabs and tabs >= sum(i.startswith(" ") for i in indents):
+        return "\t"
+    steps = Counter(b - a for a, b in pairwise(width(i) for i in indents) if b > a)
+    if not steps:
+        return None
+    return " " * min(steps, key=lambda k: (-steps[k], k))
