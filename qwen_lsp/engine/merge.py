@@ -23,6 +23,7 @@ import difflib
 import re
 from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import pairwise
 
 TAB_WIDTH = 4  # only used to compare mixed tab/space indentation widths
@@ -139,45 +140,66 @@ def _same_shape(file_lines: list[str], old: list[str], segments: list[tuple[int,
 def align_fuzzy(file_lines: list[str], old: list[str], lo: int, hi: int) -> list[int | None]:
     """Pairs for an old_string that differs from file[lo:hi] (a window around the best region).
 
-    Lines equal modulo spacing pair first (difflib on the squashed lines); in the gaps
-    between them, a remaining old line pairs with the most similar remaining file line
-    if they are nearly the same (a typo). Unpaired old lines are not in the file.
+    The monotone pairing with the highest total score (dynamic programming): a line equal
+    modulo spacing scores 1 (a blank one little, so blanks do not anchor), a nearly equal
+    one (a typo) its similarity, anything else cannot pair. Taking the best total rather
+    than the longest run of equal lines keeps `return err` / `}` from pairing with an
+    earlier copy of themselves.
     """
     old_norm = [squash(line) for line in old]
     file_norm = [squash(line) for line in file_lines[lo:hi]]
-    pairs: list[int | None] = [None] * len(old)
-    matcher = difflib.SequenceMatcher(None, old_norm, file_norm, autojunk=False)
-    prev_o = prev_f = 0
-    for block in matcher.get_matching_blocks():  # ends with a (len, len, 0) sentinel
-        _pair_similar(old_norm, file_norm, range(prev_o, block.a), range(prev_f, block.b), pairs)
-        for k in range(block.size):
-            pairs[block.a + k] = block.b + k
-        prev_o, prev_f = block.a + block.size, block.b + block.size
-    return [None if p is None else lo + p for p in pairs]
+    n, m = len(old_norm), len(file_norm)
+    best = [[0.0] * (m + 1) for _ in range(n + 1)]
+    for i in range(1, n + 1):
+        row, prev = best[i], best[i - 1]
+        for j in range(1, m + 1):
+            score = max(prev[j], row[j - 1])
+            gain = _pair_score(old_norm[i - 1], file_norm[j - 1])
+            if gain > 0:
+                score = max(score, prev[j - 1] + gain)
+            row[j] = score
+    pairs: list[int | None] = [None] * n
+    i, j = n, m
+    while i and j:
+        gain = _pair_score(old_norm[i - 1], file_norm[j - 1])
+        if gain > 0 and best[i][j] == best[i - 1][j - 1] + gain:
+            pairs[i - 1] = lo + j - 1
+            i, j = i - 1, j - 1
+        elif best[i][j] == best[i - 1][j]:
+            i -= 1
+        else:
+            j -= 1
+    return pairs
 
 
-def _pair_similar(old_norm: list[str], file_norm: list[str], olds: range, files: range, pairs: list[int | None]) -> None:
-    next_file = files.start
-    for o in olds:
-        if not old_norm[o]:
-            continue
-        scored = [(similarity(old_norm[o], file_norm[f]), f) for f in range(next_file, files.stop) if file_norm[f]]
-        if not scored:
-            return
-        score, f = max(scored, key=lambda s: (s[0], -s[1]))
-        if score >= LINE_SIMILARITY:
-            pairs[o] = f
-            next_file = f + 1
+def _pair_score(a: str, b: str) -> float:
+    if a == b:
+        return 1.0 if a else 0.1
+    if not a or not b:
+        return 0.0
+    return _near(a, b)
+
+
+@lru_cache(maxsize=8192)
+def _near(a: str, b: str) -> float:
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    if matcher.real_quick_ratio() < LINE_SIMILARITY or matcher.quick_ratio() < LINE_SIMILARITY:
+        return 0.0
+    ratio = matcher.ratio()
+    return 0.9 * ratio if ratio >= LINE_SIMILARITY else 0.0  # below an equal line
 
 
 def check_anchored(old: list[str], pairs: list[int | None], file_lines: list[str]) -> None:
     """Enough of old_string is in the file verbatim that the pairing is not a coincidence."""
     lines = [i for i, line in enumerate(old) if line.strip()]
+    lost = [old[i].strip() for i in lines if pairs[i] is None]
     verbatim = sum(1 for i in lines if pairs[i] is not None and squash(file_lines[pairs[i]]) == squash(old[i]))
     if verbatim == 0:
         raise Unanchored("none of the lines of old_string are in the file as written.")
     if verbatim < 2 or verbatim < MIN_ANCHORED * len(lines):
         raise Uncertain(f"only {verbatim} of the {len(lines)} lines of old_string are in the file as written.")
+    if lost:
+        raise Uncertain(f"the line {lost[0]!r} of old_string is not in that part of the file.")
     paired = [p for p in pairs if p is not None]
     span = set(range(paired[0], paired[-1] + 1)) - set(paired)
     unmentioned = sum(1 for k in span if file_lines[k].strip())
@@ -332,10 +354,6 @@ def indent_shape(lines: list[str]) -> list[int | None]:
     widths = [width(indent_of(line)) if line.strip() else None for line in lines]
     rank = {w: r for r, w in enumerate(sorted({w for w in widths if w is not None}))}
     return [None if w is None else rank[w] for w in widths]
-
-
-def similarity(a: str, b: str) -> float:
-    return difflib.SequenceMatcher(None, a, b, autojunk=False).ratio()
 
 
 def squash(line: str) -> str:
