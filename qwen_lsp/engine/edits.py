@@ -41,7 +41,7 @@ from qwen_lsp.engine.merge import (
 # Default minimum similarity of the best region for a fuzzy match. Lower than a plain
 # replace could afford: the merge only changes the lines the model changed, and refuses
 # when it cannot pair them with file lines (merge.check_anchored, merge.Uncertain).
-FUZZY_THRESHOLD = 0.8
+FUZZY_THRESHOLD = 0.7
 FUZZY_MARGIN = 0.02  # a second region this close to the best makes it ambiguous
 # A one-line old_string that is merely "similar" is too easy to confuse with a
 # different line (`x < 1` vs `x <= 1`); for those we show the candidate instead.
@@ -243,23 +243,32 @@ def _fuzzy(edit: _Edit, ranked: list[_Region], threshold: float) -> EditOutcome 
             f"similar to it: {listed}. Include more surrounding lines in old_string, copied exactly "
             "from the file, so it matches one place."
         )
-    # The "similar" region may simply be our own earlier edit: the model re-sent it.
-    applied = _find_new(edit, best, anywhere=False)
-    if applied is not None:
-        raise _already_applied(edit.path, applied)
     # Pair old_string's lines with file lines in and a little around the best region
     # (a line old_string leaves out makes the region longer than old_string).
     pad = max(2, len(edit.old_core) // 3)
     lo, hi = max(0, best.start - pad), min(len(edit.file_lines), best.stop + pad)
     lines = _bare_lines(edit.file_lines)
+    # When the merge fails or changes nothing, the "similar" region may simply be our own
+    # earlier edit: the model re-sent it.
     try:
         pairs = align_fuzzy(lines, edit.old_core, lo, hi)
         check_anchored(edit.old_core, pairs, lines)
+        outcome = _merged(edit, pairs, "fuzzy", best)
     except Unanchored:
+        _raise_if_applied(edit, best)
         return None
     except Uncertain as why:
+        _raise_if_applied(edit, best)
         raise _uncertain(edit, best, why) from None
-    return _apply_merge(edit, pairs, "fuzzy", best)
+    if outcome.text == edit.text:
+        _raise_if_applied(edit, best)
+    return outcome
+
+
+def _raise_if_applied(edit: _Edit, near: _Region) -> None:
+    applied = _find_new(edit, near, anywhere=False)
+    if applied is not None:
+        raise _already_applied(edit.path, applied)
 
 
 def _elided(edit: _Edit) -> tuple[_Edit, EditOutcome | None]:
@@ -416,11 +425,15 @@ def _apply_region(edit: _Edit, region: _Region, strategy: Strategy) -> EditOutco
 
 def _apply_merge(edit: _Edit, pairs: list[int | None], strategy: Strategy, region: _Region | None = None) -> EditOutcome:
     """Merge new_string into the file lines that old_string's lines were paired with."""
-    bare = has_elision(edit.old_core, bare=True)  # a bare `...` is code unless old_string elides too
     try:
-        merged = merge(_bare_lines(edit.file_lines), edit.old_core, edit.new_core, pairs, bare=bare)
+        return _merged(edit, pairs, strategy, region)
     except Uncertain as why:
         raise _uncertain(edit, region, why) from None
+
+
+def _merged(edit: _Edit, pairs: list[int | None], strategy: Strategy, region: _Region | None) -> EditOutcome:
+    bare = has_elision(edit.old_core, bare=True)  # a bare `...` is code unless old_string elides too
+    merged = merge(_bare_lines(edit.file_lines), edit.old_core, edit.new_core, pairs, bare=bare)
     span = _Region(merged.start, merged.stop)
     return EditOutcome(
         text=_replace_lines(edit.file_lines, span, merged.lines, edit.eol),
