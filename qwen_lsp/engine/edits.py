@@ -251,9 +251,13 @@ def _fuzzy(edit: _Edit, ranked: list[_Region], threshold: float) -> EditOutcome 
     # When the merge fails or changes nothing, the "similar" region may simply be our own
     # earlier edit: the model re-sent it.
     try:
-        pairs = align_fuzzy(lines, edit.old_core, lo, hi)
-        check_anchored(edit.old_core, pairs, lines)
-        outcome = _merged(edit, pairs, "fuzzy", best)
+        late, early = align_fuzzy(lines, edit.old_core, lo, hi)
+        check_anchored(edit.old_core, late, lines)
+        outcome = _merged(edit, late, "fuzzy", best)
+        if early != late:
+            check_anchored(edit.old_core, early, lines)
+            if _merged(edit, early, "fuzzy", best).text != outcome.text:
+                raise Uncertain("its lines fit more than one set of lines there (repeated lines).")
     except Unanchored:
         _raise_if_applied(edit, best)
         return None

@@ -137,7 +137,7 @@ def _same_shape(file_lines: list[str], old: list[str], segments: list[tuple[int,
     return indent_shape(olds) == indent_shape(found)
 
 
-def align_fuzzy(file_lines: list[str], old: list[str], lo: int, hi: int) -> list[int | None]:
+def align_fuzzy(file_lines: list[str], old: list[str], lo: int, hi: int) -> tuple[list[int | None], list[int | None]]:
     """Pairs for an old_string that differs from file[lo:hi] (a window around the best region).
 
     The monotone pairing with the highest total score (dynamic programming): a line equal
@@ -145,6 +145,9 @@ def align_fuzzy(file_lines: list[str], old: list[str], lo: int, hi: int) -> list
     one (a typo) its similarity, anything else cannot pair. Taking the best total rather
     than the longest run of equal lines keeps `return err` / `}` from pairing with an
     earlier copy of themselves.
+
+    Returns the latest and the earliest of the best pairings: when they merge differently,
+    old_string fits the file in more than one way and the caller refuses.
     """
     old_norm = [squash(line) for line in old]
     file_norm = [squash(line) for line in file_lines[lo:hi]]
@@ -158,9 +161,17 @@ def align_fuzzy(file_lines: list[str], old: list[str], lo: int, hi: int) -> list
             if gain > 0:
                 score = max(score, prev[j - 1] + gain)
             row[j] = score
-    pairs: list[int | None] = [None] * n
-    i, j = n, m
+    return _trace(best, old_norm, file_norm, lo, late=True), _trace(best, old_norm, file_norm, lo, late=False)
+
+
+def _trace(best: list[list[float]], old_norm: list[str], file_norm: list[str], lo: int, *, late: bool) -> list[int | None]:
+    """Walk back through the score table; on ties pair as late (or as early) as possible."""
+    pairs: list[int | None] = [None] * len(old_norm)
+    i, j = len(old_norm), len(file_norm)
     while i and j:
+        if not late and best[i][j] == best[i][j - 1]:
+            j -= 1
+            continue
         gain = _pair_score(old_norm[i - 1], file_norm[j - 1])
         if gain > 0 and best[i][j] == best[i - 1][j - 1] + gain:
             pairs[i - 1] = lo + j - 1
@@ -256,7 +267,9 @@ def merge(file_lines: list[str], old: list[str], new: list[str], pairs: list[int
             cursor = last + 1
         else:
             emit_to(_insertion_point(file_lines, pairs, elided, i1, cursor))
-        out.extend(indent.lines(new[j1:j2]))
+        for j in range(j1, j2):  # a line replacing one old line moves with that line's file indent
+            partner = i1 + (j - j1) if tag == "replace" and i2 - i1 == j2 - j1 else None
+            out.append(indent.line(new[j], partner))
     return Merged(start, cursor, out)
 
 
@@ -293,6 +306,9 @@ class _Indenter:
             if k is not None and line.strip() and file_lines[k].strip():
                 votes.setdefault(width(indent_of(line)), Counter())[indent_of(file_lines[k])] += 1
         self.known = {w: c.most_common(1)[0][0] for w, c in votes.items()}
+        # old_string widths whose lines are indented differently in the file (a flattened copy)
+        self.conflicts = {w for w, c in votes.items() if len(c) > 1}
+        self.old, self.pairs, self.file_lines = old, pairs, file_lines
         self.verbatim = all(indent_of(line) == ind for line, ind in self._pairs(old, pairs, file_lines))
         block = [file_lines[k] for k in pairs if k is not None]
         self.step = width(indent_unit(old) or indent_unit(new) or " " * TAB_WIDTH)
@@ -302,25 +318,31 @@ class _Indenter:
     def _pairs(old: list[str], pairs: list[int | None], file_lines: list[str]) -> list[tuple[str, str]]:
         return [(o, indent_of(file_lines[k])) for o, k in zip(old, pairs, strict=True) if k is not None and o.strip()]
 
-    def lines(self, new: list[str]) -> list[str]:
-        return [self.line(line) for line in new]
-
-    def line(self, line: str) -> str:
+    def line(self, line: str, partner: int | None = None) -> str:
+        """`line` re-indented; `partner` is the old line it replaces one for one, if any."""
         if not line.strip():
             return ""
         if self.verbatim or not self.known:
-            return line.rstrip()
+            return line
         w = width(indent_of(line))
-        if w in self.known:
-            return self.known[w] + line.strip()
-        below = [k for k in self.known if k < w]
-        base = max(below) if below else min(self.known)
-        levels, extra = divmod(w - base, self.step)
-        if levels >= 0:
-            ind = self.known[base] + self.unit * levels + " " * extra
+        k = self.pairs[partner] if partner is not None else None
+        if partner is not None and k is not None and self.old[partner].strip() and self.file_lines[k].strip():
+            anchor, at = width(indent_of(self.old[partner])), indent_of(self.file_lines[k])
         else:
-            ind = render(width(self.known[base]) + levels * width(self.unit) + extra, self.unit)
-        return ind + line.strip()
+            below = [known for known in self.known if known <= w]
+            anchor = max(below) if below else min(self.known)
+            if anchor in self.conflicts:
+                raise Uncertain(
+                    "old_string's indentation does not follow the file's (lines indented alike in old_string "
+                    "are indented differently in the file), so the new lines' indentation is unclear."
+                )
+            at = self.known[anchor]
+        if w == anchor:
+            return at + line.lstrip()
+        levels, extra = divmod(w - anchor, self.step)
+        if levels >= 0:
+            return at + self.unit * levels + " " * extra + line.lstrip()
+        return render(width(at) + levels * width(self.unit) + extra, self.unit) + line.lstrip()
 
 
 # --- line helpers (shared with edits.py) ------------------------------------------------------
