@@ -55,6 +55,9 @@ SHORTLIST_MARGIN = 0.15
 MAX_SNIPPET_LINES = 12  # keeps error messages around 20 lines
 MAX_SNIPPET_CHARS = 160
 MAX_LISTED = 8  # match locations listed in an "ambiguous" error
+# Other regions this close to the best one are paired too; one that fits makes the edit ambiguous.
+RIVAL_MARGIN = 0.25
+MAX_RIVALS = 8
 
 Strategy = Literal["exact", "whitespace", "elision", "fuzzy"]
 
@@ -243,21 +246,15 @@ def _fuzzy(edit: _Edit, ranked: list[_Region], threshold: float) -> EditOutcome 
             f"similar to it: {listed}. Include more surrounding lines in old_string, copied exactly "
             "from the file, so it matches one place."
         )
-    # Pair old_string's lines with file lines in and a little around the best region
-    # (a line old_string leaves out makes the region longer than old_string).
-    pad = max(2, len(edit.old_core) // 3)
-    lo, hi = max(0, best.start - pad), min(len(edit.file_lines), best.stop + pad)
     lines = _bare_lines(edit.file_lines)
     # When the merge fails or changes nothing, the "similar" region may simply be our own
     # earlier edit: the model re-sent it.
     try:
-        late, early = align_fuzzy(lines, edit.old_core, lo, hi)
-        check_anchored(edit.old_core, late, lines)
+        late, early = _pairings(edit, lines, best)
         outcome = _merged(edit, late, "fuzzy", best)
-        if early != late:
-            check_anchored(edit.old_core, early, lines)
-            if _merged(edit, early, "fuzzy", best).text != outcome.text:
-                raise Uncertain("its lines fit more than one set of lines there (repeated lines).")
+        if early != late and _merged(edit, early, "fuzzy", best).text != outcome.text:
+            raise Uncertain("its lines fit more than one set of lines there (repeated lines).")
+        _check_no_rival(edit, lines, late)
     except Unanchored:
         _raise_if_applied(edit, best)
         return None
@@ -267,6 +264,33 @@ def _fuzzy(edit: _Edit, ranked: list[_Region], threshold: float) -> EditOutcome 
     if outcome.text == edit.text:
         _raise_if_applied(edit, best)
     return outcome
+
+
+def _pairings(edit: _Edit, lines: list[str], region: _Region) -> tuple[list[int | None], list[int | None]]:
+    """old_string's lines paired with file lines in and a little around `region` (a line
+    old_string leaves out makes the region longer than old_string); raises Uncertain."""
+    pad = max(2, len(edit.old_core) // 3)
+    lo, hi = max(0, region.start - pad), min(len(lines), region.stop + pad)
+    late, early = align_fuzzy(lines, edit.old_core, lo, hi)
+    check_anchored(edit.old_core, late, lines)
+    if early != late:
+        check_anchored(edit.old_core, early, lines)
+    return late, early
+
+
+def _check_no_rival(edit: _Edit, lines: list[str], pairs: list[int | None]) -> None:
+    """No other place fits old_string as well: a repeated block with a typo or a left-out
+    line can score a little lower at the right place than at a wrong one."""
+    paired = [p for p in pairs if p is not None]
+    chosen = _Region(paired[0], paired[-1] + 1)
+    candidates = [r for r in _fuzzy_rank(edit.file_lines, edit.old_core, RIVAL_MARGIN) if not r.overlaps(chosen)]
+    for rival in _disjoint(candidates)[:MAX_RIVALS]:
+        try:
+            other = [p for p in _pairings(edit, lines, rival)[0] if p is not None]
+        except Uncertain:
+            continue
+        if not _Region(other[0], other[-1] + 1).overlaps(chosen):
+            raise Uncertain(f"it fits {rival.describe()} about as well as {chosen.describe()}.")
 
 
 def _raise_if_applied(edit: _Edit, near: _Region) -> None:
@@ -293,7 +317,7 @@ def _elided(edit: _Edit) -> tuple[_Edit, EditOutcome | None]:
     return edit, _apply_merge(edit, pairs, "elision")
 
 
-def _fuzzy_rank(file_lines: list[str], old_core: list[str]) -> list[_Region]:
+def _fuzzy_rank(file_lines: list[str], old_core: list[str], margin: float = FUZZY_MARGIN) -> list[_Region]:
     """Windows of len(old_core) ± 1 lines that are about as similar as the best one, best first.
 
     Scoring every window with difflib is quadratic per window and far too slow on
@@ -311,7 +335,7 @@ def _fuzzy_rank(file_lines: list[str], old_core: list[str]) -> list[_Region]:
     # Ties go to the window with exactly as many lines as old_string, then the earliest.
     m = len(old_core)
     scored.sort(key=lambda r: (-r.score, abs(r.stop - r.start - m), r.start))
-    return [r for r in scored if r.score >= scored[0].score - FUZZY_MARGIN]
+    return [r for r in scored if r.score >= scored[0].score - margin]
 
 
 def _shortlist(file_norm: list[str], old_norm: list[str]) -> set[tuple[int, int]]:
