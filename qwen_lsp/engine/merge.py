@@ -239,7 +239,7 @@ def merge(file_lines: list[str], old: list[str], new: list[str], pairs: list[int
         cursor = max(cursor, k)
 
     opcodes = difflib.SequenceMatcher(None, old_key, new_key, autojunk=False).get_opcodes()
-    for tag, i1, i2, j1, j2 in opcodes:
+    for tag, i1, i2, j1, j2 in _split_elided_in_new(opcodes, old, new, elided):
         elided_in_new = tag == "replace" and j2 - j1 == 1 and is_elision(new[j1], bare=True) and not any(elided[i1:i2])
         if tag == "equal" or (elided_in_new and all(pairs[i] is not None for i in range(i1, i2) if old[i].strip())):
             # Unchanged, or written as `...` in new_string only: the file's lines, as they are.
@@ -271,6 +271,43 @@ def merge(file_lines: list[str], old: list[str], new: list[str], pairs: list[int
             partner = i1 + (j - j1) if tag == "replace" and i2 - i1 == j2 - j1 else None
             out.append(indent.line(new[j], partner))
     return Merged(start, cursor, out)
+
+
+def _split_elided_in_new(
+    opcodes: list[tuple[str, int, int, int, int]], old: list[str], new: list[str], elided: list[bool]
+) -> list[tuple[str, int, int, int, int]]:
+    """Split "changed lines, then `# ... existing code ...`" (or the reverse) in new_string,
+    replacing more old lines, into the change and the old lines the elision keeps.
+
+    The changed lines replace as many old lines at the same end, one for one, and each
+    must still resemble the line it replaces; otherwise the hunk is left for the caller
+    to refuse.
+    """
+    out: list[tuple[str, int, int, int, int]] = []
+    for tag, i1, i2, j1, j2 in opcodes:
+        marks = [j for j in range(j1, j2) if is_elision(new[j], bare=True)]
+        changed = j2 - j1 - 1
+        if tag != "replace" or len(marks) != 1 or any(elided[i1:i2]) or changed < 1 or changed >= i2 - i1:
+            out.append((tag, i1, i2, j1, j2))
+            continue
+        if marks[0] == j2 - 1:  # changed lines first, then the elision
+            pairs = list(zip(range(i1, i1 + changed), range(j1, j2 - 1), strict=True))
+            split = [("replace", i1, i1 + changed, j1, j2 - 1), ("replace", i1 + changed, i2, j2 - 1, j2)]
+        elif marks[0] == j1:  # the elision, then changed lines
+            pairs = list(zip(range(i2 - changed, i2), range(j1 + 1, j2), strict=True))
+            split = [("replace", i1, i2 - changed, j1, j1 + 1), ("replace", i2 - changed, i2, j1 + 1, j2)]
+        else:
+            out.append((tag, i1, i2, j1, j2))
+            continue
+        if all(_resembles(old[i], new[j]) for i, j in pairs):
+            out.extend(split)
+        else:
+            out.append((tag, i1, i2, j1, j2))
+    return out
+
+
+def _resembles(a: str, b: str) -> bool:
+    return difflib.SequenceMatcher(None, squash(a), squash(b), autojunk=False).ratio() >= 0.5
 
 
 def _insertion_point(file_lines: list[str], pairs: list[int | None], elided: list[bool], at: int, cursor: int) -> int:
