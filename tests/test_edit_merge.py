@@ -155,12 +155,14 @@ def test_elision_parts_that_fit_two_places_are_refused() -> None:
 # --- re-indentation with blocks of different length ---------------------------------------------
 
 
-def test_shifted_copy_with_a_typo_and_a_longer_new_string_is_indented_like_the_file() -> None:
+def test_shifted_copy_with_a_typo_a_left_out_line_and_a_longer_new_string() -> None:
+    # old_string at column 0 (the file has 8 spaces), `data = json.load(fh)` left out,
+    # a typo; the region in the file is one line longer than old_string.
     text = "class Store:\n" + "".join(("    " + line if line else "") + "\n" for line in LOADER.splitlines())
-    old = "with open(path) as fh:\n    data = json.load(fh)\nif not isinstance(data, dcit):\n    raise TypeError(\"expected an object\")\n"
+    old = "def load(path):\n    with open(path) as fh:\n    if not isinstance(data, dcit):\n        raise TypeError(\"expected an object\")\n"
     new = (
-        "with open(path) as fh:\n    data = json.load(fh)\nif data is None:\n    return {}\n"
-        "if not isinstance(data, dict):\n    raise TypeError(\"expected an object\")\n"
+        "def load(path):\n    with open(path) as fh:\n    if data is None:\n        return {}\n"
+        "    if not isinstance(data, dict):\n        raise TypeError(\"expected an object\")\n"
     )
     outcome = apply_edit(text, old, new)
     assert outcome.text == text.replace(

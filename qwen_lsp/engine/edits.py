@@ -393,6 +393,10 @@ def _similarity(a: list[str], b: list[str]) -> float:
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
         if tag == "equal":
             matched += sum(len(line) + 1 for line in a[i1:i2])
+        elif tag == "replace" and i2 - i1 == j2 - j1:  # pair the lines up in order
+            matched += sum(_char_matches(x, y) + 1 for x, y in zip(a[i1:i2], b[j1:j2], strict=True))
+        elif tag == "replace" and max(i2 - i1, j2 - j1) <= 4:  # a line left out or added: compare as text
+            matched += _char_matches("\n".join(a[i1:i2]), "\n".join(b[j1:j2])) + min(i2 - i1, j2 - j1)
         elif tag == "replace":  # pair the lines up in order; leftovers match nothing
             matched += sum(_char_matches(x, y) + 1 for x, y in zip(a[i1:i2], b[j1:j2], strict=False))
     return 2 * matched / total if total else 1.0
