@@ -158,7 +158,7 @@ def apply_edit(
         if outcome is None and has_elision(old_core, bare=True):
             edit, outcome = _elided(edit)
         if outcome is None and edit.old_core:
-            ranked = _fuzzy_rank(edit.file_lines, edit.old_core)
+            ranked = _fuzzy_rank(edit.file_lines, edit.old_core, RIVAL_MARGIN)
             outcome = _fuzzy(edit, ranked, fuzzy_threshold)
     if outcome is None:
         raise _not_found(edit, ranked)
@@ -254,7 +254,7 @@ def _fuzzy(edit: _Edit, ranked: list[_Region], threshold: float) -> EditOutcome 
         outcome = _merged(edit, late, "fuzzy", best)
         if early != late and _merged(edit, early, "fuzzy", best).text != outcome.text:
             raise Uncertain("its lines fit more than one set of lines there (repeated lines).")
-        _check_no_rival(edit, lines, late)
+        _check_no_rival(edit, lines, late, ranked)
     except Unanchored:
         _raise_if_applied(edit, best)
         return None
@@ -278,12 +278,12 @@ def _pairings(edit: _Edit, lines: list[str], region: _Region) -> tuple[list[int 
     return late, early
 
 
-def _check_no_rival(edit: _Edit, lines: list[str], pairs: list[int | None]) -> None:
+def _check_no_rival(edit: _Edit, lines: list[str], pairs: list[int | None], ranked: list[_Region]) -> None:
     """No other place fits old_string as well: a repeated block with a typo or a left-out
     line can score a little lower at the right place than at a wrong one."""
     paired = [p for p in pairs if p is not None]
     chosen = _Region(paired[0], paired[-1] + 1)
-    candidates = [r for r in _fuzzy_rank(edit.file_lines, edit.old_core, RIVAL_MARGIN) if not r.overlaps(chosen)]
+    candidates = [r for r in ranked if not r.overlaps(chosen)]
     for rival in _disjoint(candidates)[:MAX_RIVALS]:
         try:
             other = [p for p in _pairings(edit, lines, rival)[0] if p is not None]

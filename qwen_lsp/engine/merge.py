@@ -151,29 +151,52 @@ def align_fuzzy(file_lines: list[str], old: list[str], lo: int, hi: int) -> tupl
     """
     old_norm = [squash(line) for line in old]
     file_norm = [squash(line) for line in file_lines[lo:hi]]
+    gains = _gains(old_norm, file_norm)
     n, m = len(old_norm), len(file_norm)
     best = [[0.0] * (m + 1) for _ in range(n + 1)]
     for i in range(1, n + 1):
-        row, prev = best[i], best[i - 1]
+        row, prev, gain = best[i], best[i - 1], gains[i - 1]
         for j in range(1, m + 1):
-            score = max(prev[j], row[j - 1])
-            gain = _pair_score(old_norm[i - 1], file_norm[j - 1])
-            if gain > 0:
-                score = max(score, prev[j - 1] + gain)
+            score = prev[j] if prev[j] > row[j - 1] else row[j - 1]
+            g = gain.get(j - 1)
+            if g is not None and prev[j - 1] + g > score:
+                score = prev[j - 1] + g
             row[j] = score
-    return _trace(best, old_norm, file_norm, lo, late=True), _trace(best, old_norm, file_norm, lo, late=False)
+    return _trace(best, gains, lo, late=True), _trace(best, gains, lo, late=False)
 
 
-def _trace(best: list[list[float]], old_norm: list[str], file_norm: list[str], lo: int, *, late: bool) -> list[int | None]:
+def _gains(old_norm: list[str], file_norm: list[str]) -> list[dict[int, float]]:
+    """For each old line, the file lines it may pair with and the score of that pair.
+
+    A line equal modulo spacing scores 1 (a blank one 0.1, so blanks do not anchor). Only
+    an old line with no equal line in the window may pair with a nearly equal one (a typo),
+    scoring its similarity, a little below an equal line.
+    """
+    where: dict[str, list[int]] = {}
+    for j, line in enumerate(file_norm):
+        where.setdefault(line, []).append(j)
+    gains: list[dict[int, float]] = []
+    for line in old_norm:
+        if line in where:
+            gains.append(dict.fromkeys(where[line], 1.0 if line else 0.1))
+        elif line:
+            near = {j: _near(line, other) for j, other in enumerate(file_norm) if other}
+            gains.append({j: g for j, g in near.items() if g > 0})
+        else:
+            gains.append({})
+    return gains
+
+
+def _trace(best: list[list[float]], gains: list[dict[int, float]], lo: int, *, late: bool) -> list[int | None]:
     """Walk back through the score table; on ties pair as late (or as early) as possible."""
-    pairs: list[int | None] = [None] * len(old_norm)
-    i, j = len(old_norm), len(file_norm)
+    pairs: list[int | None] = [None] * len(gains)
+    i, j = len(gains), len(best[0]) - 1
     while i and j:
         if not late and best[i][j] == best[i][j - 1]:
             j -= 1
             continue
-        gain = _pair_score(old_norm[i - 1], file_norm[j - 1])
-        if gain > 0 and best[i][j] == best[i - 1][j - 1] + gain:
+        gain = gains[i - 1].get(j - 1)
+        if gain is not None and best[i][j] == best[i - 1][j - 1] + gain:
             pairs[i - 1] = lo + j - 1
             i, j = i - 1, j - 1
         elif best[i][j] == best[i - 1][j]:
@@ -181,14 +204,6 @@ def _trace(best: list[list[float]], old_norm: list[str], file_norm: list[str], l
         else:
             j -= 1
     return pairs
-
-
-def _pair_score(a: str, b: str) -> float:
-    if a == b:
-        return 1.0 if a else 0.1
-    if not a or not b:
-        return 0.0
-    return _near(a, b)
 
 
 @lru_cache(maxsize=8192)
