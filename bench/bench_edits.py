@@ -10,8 +10,11 @@ given the python of a separate venv with aider-chat installed, with aider's
     refused  nothing was written (the model gets an error and can retry)
 
     .venv/bin/python bench/bench_edits.py [--aider-python /work/aider-venv/bin/python] [--show-wrong]
+                                          [--save corpus.jsonl | --load corpus.jsonl]
 
-(aider is benchmark-only: python3.11 -m venv /work/aider-venv && /work/aider-venv/bin/pip install aider-chat==0.86.2)
+Benchmark-only setup (never project dependencies):
+    python3.11 -m venv /work/aider-venv && /work/aider-venv/bin/pip install aider-chat==0.86.2
+    apt-get install -y golang-go      # Go sources for the corpus; without it Go is left out
 """
 
 from __future__ import annotations
@@ -64,11 +67,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--aider-python", default=os.environ.get("AIDER_PYTHON"),
                         help="python of a venv with aider-chat (or $AIDER_PYTHON); without it aider is skipped")
     parser.add_argument("--show-wrong", action="store_true", help="print every wrong case of ours")
+    parser.add_argument("--save", type=Path, help="also write the corpus here (JSON lines)")
+    parser.add_argument("--load", type=Path, help="run a saved corpus instead of generating one "
+                        "(the generated one depends on the files installed on this machine)")
     args = parser.parse_args(argv)
 
-    cases = list(generate(args.seed, args.per_kind))
+    if args.load:
+        cases = [Case(**json.loads(line)) for line in args.load.read_text(encoding="utf-8").splitlines() if line]
+    else:
+        cases = list(generate(args.seed, args.per_kind))
+    if args.save:
+        args.save.write_text("".join(json.dumps(asdict(c)) + "\n" for c in cases), encoding="utf-8")
     languages = Counter(c.language for c in cases)
-    print(f"{len(cases)} cases, seed {args.seed}: " + ", ".join(f"{n} {lang}" for lang, n in sorted(languages.items())))
+    source = f"loaded from {args.load}" if args.load else f"seed {args.seed}"
+    print(f"{len(cases)} cases, {source}: " + ", ".join(f"{n} {lang}" for lang, n in sorted(languages.items())))
     mine = {c.id: verdict(c, ours(c)) for c in cases}
 
     theirs: dict[str, str] | None = None

@@ -214,3 +214,21 @@ def test_a_re_sent_insertion_is_reported_as_applied_not_duplicated() -> None:
     once = apply_edit(LOADER, old, new).text
     with pytest.raises(EditError, match="applied already"):
         apply_edit(once, old, new)  # the same call again: old_string is now only nearly there
+
+
+# --- a typo in the very line the model changes ------------------------------------------------------
+
+
+def test_a_change_to_a_line_copied_with_a_typo_is_applied_to_the_files_line() -> None:
+    # old_string misspells `json.load`; new_string changes the end of that line.
+    old = "    with open(path) as fh:\n        data = json.laod(fh)\n    if not isinstance(data, dict):\n"
+    new = "    with open(path) as fh:\n        data = json.laod(fh) or {}\n    if not isinstance(data, dict):\n"
+    outcome = apply_edit(LOADER, old, new)
+    assert outcome.text == LOADER.replace("json.load(fh)\n", "json.load(fh) or {}\n")
+
+
+def test_a_change_right_where_the_copy_is_wrong_is_refused() -> None:
+    old = "    with open(path) as fh:\n        data = json.laod(fh)\n    if not isinstance(data, dict):\n"
+    new = "    with open(path) as fh:\n        data = json.loads(fh.read())\n    if not isinstance(data, dict):\n"
+    with pytest.raises(EditError, match="right where new_string changes it"):
+        apply_edit(LOADER, old, new)

@@ -270,6 +270,16 @@ def merge(file_lines: list[str], old: list[str], new: list[str], pairs: list[int
             missing = next(old[i].strip() for i in changed if pairs[i] is None)
             raise Uncertain(f"old_string changes the line {missing!r}, which is not in the file.")
         targets = [pairs[i] for i in range(i1, i2) if pairs[i] is not None]
+        one_for_one = tag == "replace" and i2 - i1 == j2 - j1
+        # Changed lines that old_string copied wrongly (a typo): which part is the change?
+        copied = {i: file_lines[k] for i in changed if (k := pairs[i]) is not None and squash(old[i]) != squash(file_lines[k])}
+        written = {squash(line) for line in new[j1:j2]}
+        if not one_for_one and any(squash(line) not in written for line in copied.values()):
+            i, line = next((i, line) for i, line in copied.items() if squash(line) not in written)
+            raise Uncertain(
+                f"old_string's copy of {line.strip()!r} differs from the file and new_string rewrites it together "
+                "with other lines, so the change cannot be told from the copying mistake."
+            )
         if targets:
             first, last = targets[0], targets[-1]
             inside = [k for k in range(first, last + 1) if k not in targets and file_lines[k].strip()]
@@ -283,9 +293,45 @@ def merge(file_lines: list[str], old: list[str], new: list[str], pairs: list[int
         else:
             emit_to(_insertion_point(file_lines, pairs, elided, i1, cursor))
         for j in range(j1, j2):  # a line replacing one old line moves with that line's file indent
-            partner = i1 + (j - j1) if tag == "replace" and i2 - i1 == j2 - j1 else None
-            out.append(indent.line(new[j], partner))
+            partner = i1 + (j - j1) if one_for_one else None
+            line = new[j]
+            if partner is not None and partner in copied:
+                line = _merge_line(old[partner], line, copied[partner])
+            out.append(indent.line(line, partner))
     return Merged(start, cursor, out)
+
+
+def _merge_line(old: str, new: str, have: str) -> str:
+    """new_string's change of `old` applied to the file's `have` (old with a copying mistake).
+
+    A character-level three-way merge of the lines' text: the model's edits (old -> new)
+    and the copying mistakes (old -> have) must touch different parts of the line, or be
+    the same; then both are applied. Otherwise raises Uncertain.
+    """
+    o, n, h = old.strip(), new.strip(), have.strip()
+    if n == h:
+        return new  # new_string writes the line as the file has it (it corrected the copy)
+    theirs = _char_edits(o, n)
+    mine = _char_edits(o, h)
+    for a1, a2, _ in theirs:
+        for b1, b2, _ in mine:
+            # overlapping ranges, or two insertions at one place, conflict
+            if (a1 < b2 and b1 < a2) or a1 == b1 or (a1 == a2 and b1 < a1 < b2) or (b1 == b2 and a1 < b1 < a2):
+                raise Uncertain(
+                    f"old_string's copy of {have.strip()!r} differs from the file right where new_string changes it."
+                )
+    merged, at = [], 0
+    for i1, i2, text in sorted(theirs + mine, key=lambda e: (e[0], e[1])):
+        merged.append(o[at:i1] + text)
+        at = i2
+    merged.append(o[at:])
+    return indent_of(new) + "".join(merged) + new[len(new.rstrip()) :]
+
+
+def _char_edits(a: str, b: str) -> list[tuple[int, int, str]]:
+    """The edits that turn `a` into `b`: (start, stop, replacement) on `a`."""
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    return [(i1, i2, b[j1:j2]) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"]
 
 
 def _split_elided_in_new(
