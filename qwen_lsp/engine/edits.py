@@ -634,5 +634,3 @@ def _line_at(text: str, offset: int) -> int:
 
 def _nonblank_count(lines: list[str]) -> int:
     return sum(1 for line in lines if line.strip())
-
-

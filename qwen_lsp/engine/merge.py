@@ -65,12 +65,11 @@ def strip_outer_elisions(old: list[str], new: list[str]) -> tuple[list[str], lis
     """Drop elisions at the ends of old_string ("and more follows" says nothing to merge),
     and the matching ones at the ends of new_string. An elision only new_string has stays:
     the merge refuses it rather than guess what it stands for."""
-    bare = True
 
     def trim(lines: list[str], front: bool) -> tuple[list[str], bool]:
         cut = False
-        while lines and (not lines[0 if front else -1].strip() or is_elision(lines[0 if front else -1], bare=bare)):
-            cut = cut or is_elision(lines[0 if front else -1], bare=bare)
+        while lines and (not (end := lines[0 if front else -1]).strip() or is_elision(end, bare=True)):
+            cut = cut or is_elision(end, bare=True)
             lines = lines[1:] if front else lines[:-1]
         return lines, cut
 
@@ -93,8 +92,13 @@ def align_segments(file_lines: list[str], old: list[str]) -> list[int | None]:
     start = 0
     for i, line in enumerate([*old, "..."]):
         if i == len(old) or is_elision(line, bare=True):
-            if any(s.strip() for s in old[start:i]):
-                segments.append((start, old[start:i]))
+            while start < i and not old[start].strip():  # blank lines next to `...` need not be in the file
+                start += 1
+            stop = i
+            while stop > start and not old[stop - 1].strip():
+                stop -= 1
+            if stop > start:
+                segments.append((start, old[start:stop]))
             start = i + 1
     if not segments:
         raise Uncertain("old_string has nothing but elisions.")
