@@ -2,7 +2,9 @@
 review hook) restores the plan and skips the thinking call.
 
 The key is a fingerprint of the task (normalized error text) and of the files
-involved (their content hashes), so a changed file invalidates the entry.
+involved (their content hashes), so a changed file invalidates the entry. Paths
+under the workspace root are made relative first, so the same failure in a
+second clone, a worktree or a CI checkout of the same code shares the plan.
 diskcache gives size bounds, persistence and multi-process safety (SQLite).
 """
 
@@ -31,21 +33,49 @@ _VOLATILE = [
 ]
 
 
-def normalize_output(text: str) -> str:
-    """Error text with the parts that change between identical failures removed."""
+def normalize_output(text: str, root: Path | None = None) -> str:
+    """Error text with the parts that change between identical failures removed.
+
+    With `root`, absolute paths under it become workspace-relative
+    ("/home/a/proj/calc.py" -> "calc.py", "/home/a/proj" -> "."), before the
+    /tmp rule could blur a workspace that lives under /tmp.
+    """
+    if root is not None:
+        text = relative_to_root(text, root)
     for pattern, repl in _VOLATILE:
         text = pattern.sub(repl, text)
     return "\n".join(line.strip() for line in text.strip().splitlines())
 
 
-def task_fingerprint(task: Task, file_hashes: dict[str, str]) -> str:
+def relative_to_root(text: str, root: Path) -> str:
+    """`text` with every absolute path under `root` (as given or resolved) made relative to it."""
+    for prefix in _root_spellings(root):
+        # Not inside a longer name: "/w/proj" must leave "/w/proj2/x" and "/x/w/proj" alone.
+        pattern = re.compile(r"(?<![\w.~/-])" + re.escape(prefix) + r"(?:/+|(?![\w.-]))")
+        text = pattern.sub(lambda m: "" if m.group().endswith("/") else ".", text)
+    return text
+
+
+def _root_spellings(root: Path) -> list[str]:
+    """The root as given and resolved (symlinked checkouts print either), longest first."""
+    spellings = {str(root).rstrip("/")}
+    try:
+        spellings.add(str(root.resolve()).rstrip("/"))
+    except OSError:
+        pass
+    return sorted((s for s in spellings if s), key=len, reverse=True)
+
+
+def task_fingerprint(task: Task, file_hashes: dict[str, str], root: Path | None = None) -> str:
+    """The cache key of `task`. Pass the workspace `root` so that absolute paths in the
+    error text and command do not tie the key to one checkout's location."""
     payload = {
         "kind": task.kind.value,
-        "description": normalize_output(task.description),
+        "description": normalize_output(task.description, root),
         "path": task.path,
         "lines": [task.start_line, task.end_line],
-        "output": normalize_output(task.terminal_output or ""),
-        "command": task.command,
+        "output": normalize_output(task.terminal_output or "", root),
+        "command": relative_to_root(task.command, root) if task.command and root is not None else task.command,
         "files": sorted(file_hashes.items()),
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()

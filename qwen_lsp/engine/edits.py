@@ -1,11 +1,13 @@
 """Apply the model's `edit_file(path, old_string, new_string)` tool call.
 
 Models copy code imperfectly: they shift or drop indentation, swap tabs for
-spaces, keep trailing spaces, pad with blank lines, or make a one-character
-typo. `apply_edit` tries progressively looser matching (exact -> whitespace ->
-fuzzy) but never guesses between two candidates. When it cannot apply the edit
-it raises `EditError` with a short message written for the model (it becomes
-the tool result), so the model can correct old_string and retry.
+spaces, keep trailing spaces, pad with blank lines, make a typo, leave a line
+out, or write `...` for lines they did not change. `apply_edit` tries
+progressively looser matching (exact -> whitespace -> elision -> fuzzy) but never
+guesses between two candidates. Anything inexact is applied as a merge (see
+merge.py), so the copy's mistakes never reach the file. When it cannot apply the
+edit it raises `EditError` with a short message written for the model (it
+becomes the tool result), so the model can correct old_string and retry.
 
 Pure functions on strings; no I/O.
 """
@@ -16,15 +18,30 @@ import difflib
 import math
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
-from itertools import pairwise
 from typing import Literal
 
 from pydantic import BaseModel
 
-TAB_WIDTH = 4  # only used to compare mixed tab/space indentation widths
-FUZZY_THRESHOLD = 0.9  # default minimum SequenceMatcher ratio for a fuzzy match
+from qwen_lsp.engine.merge import (
+    Unanchored,
+    Uncertain,
+    align_fuzzy,
+    align_segments,
+    check_anchored,
+    has_elision,
+    is_elision,
+    line_matches,
+    merge,
+    squash,
+    strip_outer_elisions,
+)
+
+# Default minimum similarity of the best region for a fuzzy match. Lower than a plain
+# replace could afford: the merge only changes the lines the model changed, and refuses
+# when it cannot pair them with file lines (merge.check_anchored, merge.Uncertain).
+FUZZY_THRESHOLD = 0.7
 FUZZY_MARGIN = 0.02  # a second region this close to the best makes it ambiguous
 # A one-line old_string that is merely "similar" is too easy to confuse with a
 # different line (`x < 1` vs `x <= 1`); for those we show the candidate instead.
@@ -38,8 +55,11 @@ SHORTLIST_MARGIN = 0.15
 MAX_SNIPPET_LINES = 12  # keeps error messages around 20 lines
 MAX_SNIPPET_CHARS = 160
 MAX_LISTED = 8  # match locations listed in an "ambiguous" error
+# Other regions this close to the best one are paired too; one that fits makes the edit ambiguous.
+RIVAL_MARGIN = 0.25
+MAX_RIVALS = 8
 
-Strategy = Literal["exact", "whitespace", "fuzzy"]
+Strategy = Literal["exact", "whitespace", "elision", "fuzzy"]
 
 # "12 | code", "12: code", "12\tcode": line numbers copied from a file listing
 _LINE_NUMBER = re.compile(r"^\s*\d+(\s*[|:→]|\t)")
@@ -135,8 +155,10 @@ def apply_edit(
                 "old_string starts its lines with line numbers copied from a file listing. "
                 "Leave the line numbers out of old_string and new_string."
             )
-        if outcome is None:
-            ranked = _fuzzy_rank(edit.file_lines, old_core)
+        if outcome is None and has_elision(old_core, bare=True):
+            edit, outcome = _elided(edit)
+        if outcome is None and edit.old_core:
+            ranked = _fuzzy_rank(edit.file_lines, edit.old_core, RIVAL_MARGIN)
             outcome = _fuzzy(edit, ranked, fuzzy_threshold)
     if outcome is None:
         raise _not_found(edit, ranked)
@@ -173,6 +195,8 @@ def _exact(edit: _Edit) -> EditOutcome | None:
     starts = _find_all(text, old_e)
     if not starts:
         return None
+    if _elides_in_new(edit) and len(starts) == 1:
+        return None  # `...` in new_string stands for lines to keep: merge by lines instead
     if len(starts) > 1:
         raise _ambiguous(edit.path, [_line_at(text, i) for i in starts], "exactly")
     i = starts[0]
@@ -188,10 +212,9 @@ def _exact(edit: _Edit) -> EditOutcome | None:
     # `new`; the line-based strategy re-indents every line, so prefer it here.
     line_start = text.rfind("\n", 0, i) + 1
     if i > line_start and not text[line_start:i].strip() and "\n" in edit.new and edit.old_core:
-        starts_ws = _line_matches(edit.file_lines, edit.old_core)
+        starts_ws = line_matches(edit.file_lines, edit.old_core)
         if starts_ws == [_line_at(text, i) - 1]:
-            region = _Region(starts_ws[0], starts_ws[0] + len(edit.old_core))
-            return _apply_region(edit, region, "whitespace")
+            return _apply_region(edit, _Region(starts_ws[0], starts_ws[0] + len(edit.old_core)), "whitespace")
 
     return EditOutcome(
         text=text[:i] + new_e + text[i + len(old_e) :],
@@ -202,7 +225,7 @@ def _exact(edit: _Edit) -> EditOutcome | None:
 
 
 def _whitespace(edit: _Edit) -> EditOutcome | None:
-    starts = _line_matches(edit.file_lines, edit.old_core)
+    starts = line_matches(edit.file_lines, edit.old_core)
     if not starts:
         return None
     if len(starts) > 1:
@@ -223,55 +246,86 @@ def _fuzzy(edit: _Edit, ranked: list[_Region], threshold: float) -> EditOutcome 
             f"similar to it: {listed}. Include more surrounding lines in old_string, copied exactly "
             "from the file, so it matches one place."
         )
-    # The "similar" region may simply be our own earlier edit: the model re-sent it.
-    applied = _find_new(edit, best, anywhere=False)
+    lines = _bare_lines(edit.file_lines)
+    # When the merge fails or changes nothing, the "similar" region may simply be our own
+    # earlier edit: the model re-sent it.
+    try:
+        late, early = _pairings(edit, lines, best)
+        outcome = _merged(edit, late, "fuzzy", best)
+        if early != late and _merged(edit, early, "fuzzy", best).text != outcome.text:
+            raise Uncertain("its lines fit more than one set of lines there (repeated lines).")
+        _check_no_rival(edit, lines, late, ranked)
+    except Unanchored:
+        _raise_if_applied(edit, best)
+        return None
+    except Uncertain as why:
+        _raise_if_applied(edit, best)
+        raise _uncertain(edit, best, why) from None
+    if outcome.text == edit.text:
+        _raise_if_applied(edit, best)
+    return outcome
+
+
+def _pairings(edit: _Edit, lines: list[str], region: _Region) -> tuple[list[int | None], list[int | None]]:
+    """old_string's lines paired with file lines in and a little around `region` (a line
+    old_string leaves out makes the region longer than old_string); raises Uncertain."""
+    pad = max(2, len(edit.old_core) // 3)
+    lo, hi = max(0, region.start - pad), min(len(lines), region.stop + pad)
+    late, early = align_fuzzy(lines, edit.old_core, lo, hi)
+    check_anchored(edit.old_core, late, lines)
+    if early != late:
+        check_anchored(edit.old_core, early, lines)
+    return late, early
+
+
+def _check_no_rival(edit: _Edit, lines: list[str], pairs: list[int | None], ranked: list[_Region]) -> None:
+    """No other place fits old_string as well: a repeated block with a typo or a left-out
+    line can score a little lower at the right place than at a wrong one."""
+    paired = [p for p in pairs if p is not None]
+    chosen = _Region(paired[0], paired[-1] + 1)
+    candidates = [r for r in ranked if not r.overlaps(chosen)]
+    for rival in _disjoint(candidates)[:MAX_RIVALS]:
+        try:
+            other = [p for p in _pairings(edit, lines, rival)[0] if p is not None]
+        except Uncertain:
+            continue
+        if not _Region(other[0], other[-1] + 1).overlaps(chosen):
+            raise Uncertain(f"it fits {rival.describe()} about as well as {chosen.describe()}.")
+
+
+def _raise_if_applied(edit: _Edit, near: _Region) -> None:
+    applied = _find_new(edit, near, anywhere=False)
     if applied is not None:
         raise _already_applied(edit.path, applied)
-    return _apply_region(edit, best, "fuzzy")
 
 
-# --- line matching -----------------------------------------------------------
+def _elided(edit: _Edit) -> tuple[_Edit, EditOutcome | None]:
+    """old_string with `...` lines: every part between them must be in the file, in order.
 
-
-def _line_matches(file_lines: list[str], block: list[str]) -> list[int]:
-    """0-based starts of every run of file lines equal to `block` modulo indentation.
-
-    Lines compare equal when their stripped text is equal and the block's
-    indentation has the same shape (see _indent_shape), so a block given at
-    column 0 matches one at column 8, and tabs match spaces.
+    `...` only at the ends of old_string says nothing: drop it and let the caller go on
+    with the other strategies on the rest.
     """
-    want = [line.strip() for line in block]
-    shape = _indent_shape(block)
-    have = [line.strip() for line in file_lines]
-    m = len(want)
-    return [
-        s
-        for s in range(len(have) - m + 1)
-        if have[s : s + m] == want and _indent_shape(file_lines[s : s + m]) == shape
-    ]
+    old_core, new_core = strip_outer_elisions(edit.old_core, edit.new_core)
+    edit = replace(edit, old_core=old_core, new_core=new_core)
+    if not has_elision(old_core, bare=True):
+        return edit, _whitespace(edit) if old_core else None
+    lines = _bare_lines(edit.file_lines)
+    try:
+        pairs = align_segments(lines, old_core)
+    except Uncertain as why:
+        raise _uncertain(edit, None, why) from None
+    return edit, _apply_merge(edit, pairs, "elision")
 
 
-def _indent_shape(lines: list[str]) -> list[int | None]:
-    """Each line's indentation as a rank among the block's distinct indent widths.
-
-    Ranks instead of widths make the comparison independent of the base
-    indentation, of tabs vs spaces, and of the indent step (2 vs 4 spaces),
-    while still telling nested lines apart from sibling lines.
-    """
-    widths = [_width(_indent(line)) if line.strip() else None for line in lines]
-    rank = {w: r for r, w in enumerate(sorted({w for w in widths if w is not None}))}
-    return [None if w is None else rank[w] for w in widths]
-
-
-def _fuzzy_rank(file_lines: list[str], old_core: list[str]) -> list[_Region]:
+def _fuzzy_rank(file_lines: list[str], old_core: list[str], margin: float = FUZZY_MARGIN) -> list[_Region]:
     """Windows of len(old_core) ± 1 lines that are about as similar as the best one, best first.
 
     Scoring every window with difflib is quadratic per window and far too slow on
     big files, so a cheap trigram score picks the candidates first (_shortlist)
     and only those get the real similarity (_similarity).
     """
-    file_norm = [_squash(line) for line in file_lines]
-    old_norm = [_squash(line) for line in old_core]
+    file_norm = [squash(line) for line in file_lines]
+    old_norm = [squash(line) for line in old_core]
     scored = [
         _Region(start, stop, _similarity(file_norm[start:stop], old_norm))
         for start, stop in _shortlist(file_norm, old_norm)
@@ -281,7 +335,7 @@ def _fuzzy_rank(file_lines: list[str], old_core: list[str]) -> list[_Region]:
     # Ties go to the window with exactly as many lines as old_string, then the earliest.
     m = len(old_core)
     scored.sort(key=lambda r: (-r.score, abs(r.stop - r.start - m), r.start))
-    return [r for r in scored if r.score >= scored[0].score - FUZZY_MARGIN]
+    return [r for r in scored if r.score >= scored[0].score - margin]
 
 
 def _shortlist(file_norm: list[str], old_norm: list[str]) -> set[tuple[int, int]]:
@@ -339,6 +393,10 @@ def _similarity(a: list[str], b: list[str]) -> float:
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
         if tag == "equal":
             matched += sum(len(line) + 1 for line in a[i1:i2])
+        elif tag == "replace" and i2 - i1 == j2 - j1:  # pair the lines up in order
+            matched += sum(_char_matches(x, y) + 1 for x, y in zip(a[i1:i2], b[j1:j2], strict=True))
+        elif tag == "replace" and max(i2 - i1, j2 - j1) <= 4:  # a line left out or added: compare as text
+            matched += _char_matches("\n".join(a[i1:i2]), "\n".join(b[j1:j2])) + min(i2 - i1, j2 - j1)
         elif tag == "replace":  # pair the lines up in order; leftovers match nothing
             matched += sum(_char_matches(x, y) + 1 for x, y in zip(a[i1:i2], b[j1:j2], strict=False))
     return 2 * matched / total if total else 1.0
@@ -379,7 +437,7 @@ def _find_new(edit: _Edit, near: _Region | None, *, anywhere: bool) -> _Region |
         _Region(_line_at(edit.text, i + lead) - 1, _line_at(edit.text, i + len(new_e.rstrip()) - 1))
         for i in _find_all(edit.text, new_e)
     ]
-    found += [_Region(s, s + len(edit.new_core)) for s in _line_matches(edit.file_lines, edit.new_core)]
+    found += [_Region(s, s + len(edit.new_core)) for s in line_matches(edit.file_lines, edit.new_core)]
     if near is not None:
         found.sort(key=lambda r: not r.overlaps(near))  # stable: overlapping ones first
         if found and found[0].overlaps(near):
@@ -393,55 +451,40 @@ def _find_new(edit: _Edit, near: _Region | None, *, anywhere: bool) -> _Region |
 
 
 def _apply_region(edit: _Edit, region: _Region, strategy: Strategy) -> EditOutcome:
-    file_lines, old_core, new_core = edit.file_lines, edit.old_core, edit.new_core
-    block = file_lines[region.start : region.stop]
-    same_indent = len(block) == len(old_core) and all(
-        _indent(a) == _indent(b) for a, b in zip(old_core, block, strict=True) if a.strip()
-    )
-    replacement = new_core if same_indent else _reindent(new_core, old_core, block, file_lines)
+    """Apply to a region whose lines are old_string's, modulo whitespace."""
+    return _apply_merge(edit, list(range(region.start, region.stop)), strategy, region)
+
+
+def _apply_merge(edit: _Edit, pairs: list[int | None], strategy: Strategy, region: _Region | None = None) -> EditOutcome:
+    """Merge new_string into the file lines that old_string's lines were paired with."""
+    try:
+        return _merged(edit, pairs, strategy, region)
+    except Uncertain as why:
+        raise _uncertain(edit, region, why) from None
+
+
+def _merged(edit: _Edit, pairs: list[int | None], strategy: Strategy, region: _Region | None) -> EditOutcome:
+    bare = has_elision(edit.old_core, bare=True)  # a bare `...` is code unless old_string elides too
+    merged = merge(_bare_lines(edit.file_lines), edit.old_core, edit.new_core, pairs, bare=bare)
+    span = _Region(merged.start, merged.stop)
     return EditOutcome(
-        text=_replace_lines(file_lines, region, replacement, edit.eol),
+        text=_replace_lines(edit.file_lines, span, merged.lines, edit.eol),
         strategy=strategy,
-        start_line=region.start + 1,
-        end_line=region.stop,
-        similarity=region.score,
+        start_line=span.start + 1,
+        end_line=span.stop,
+        similarity=region.score if region is not None else 1.0,
     )
 
 
-def _reindent(new_core: list[str], old_core: list[str], block: list[str], file_lines: list[str]) -> list[str]:
-    """Move new_string from old_string's indentation to the file block's indentation.
+def _elides_in_new(edit: _Edit) -> bool:
+    """new_string has more `...` lines than old_string: some stand for kept lines."""
+    return sum(is_elision(line, bare=True) for line in edit.new_core) > sum(
+        is_elision(line, bare=True) for line in edit.old_core
+    )
 
-    A new line indented like some old line gets that file line's indentation
-    verbatim (this covers unchanged lines and alignment). Other lines keep their
-    indentation relative to old_string's base, counted in indent levels: the
-    model's step (from old/new) becomes the file's step (tab or N spaces).
-    """
-    known: dict[int, str] = {}  # old indentation width -> the file's indentation there
-    if len(block) == len(old_core):
-        for old_line, file_line in zip(old_core, block, strict=True):
-            if old_line.strip() and file_line.strip():
-                known.setdefault(_width(_indent(old_line)), _indent(file_line))
 
-    old_base = min(_width(_indent(line)) for line in old_core if line.strip())
-    file_base = min((_indent(line) for line in block if line.strip()), key=_width)
-    model_step = _width(_indent_unit(old_core) or _indent_unit(new_core) or " " * TAB_WIDTH)
-    file_unit = _indent_unit(block) or _indent_unit(file_lines) or " " * model_step
-
-    out: list[str] = []
-    for line in new_core:
-        if not line.strip():
-            out.append("")
-            continue
-        width = _width(_indent(line))
-        levels, extra = divmod(width - old_base, model_step)
-        if width in known:
-            indent = known[width]
-        elif levels >= 0:  # keep the file's base indentation verbatim
-            indent = file_base + file_unit * levels + " " * extra
-        else:  # new_string dedents past old_string's base
-            indent = _render(_width(file_base) + levels * _width(file_unit) + extra, file_unit)
-        out.append(indent + line.lstrip())
-    return out
+def _bare_lines(file_lines: list[str]) -> list[str]:
+    return [line.rstrip("\n").removesuffix("\r") for line in file_lines]
 
 
 def _replace_lines(file_lines: list[str], region: _Region, new_lines: list[str], eol: str) -> str:
@@ -476,6 +519,20 @@ def _already_applied(path: str, where: _Region) -> EditError:
     return EditError(
         f"new_string is already present in {path} at line {where.start + 1}, so this edit "
         "appears to be applied already. Re-read the file before editing it again."
+    )
+
+
+def _uncertain(edit: _Edit, region: _Region | None, why: Uncertain) -> EditError:
+    if region is None and edit.old_core and edit.file_lines:
+        ranked = _fuzzy_rank(edit.file_lines, edit.old_core)
+        region = ranked[0] if ranked else None
+    shown = ""
+    if region is not None:
+        shown = f"The most similar region is {region.describe()}:\n{_snippet(edit.file_lines, region)}\n"
+    return EditError(
+        f"old_string is not exactly in {edit.path}, and applying the edit anyway would be a guess: {why}\n"
+        f"{shown}Copy the lines you change exactly from the file into old_string (`...` may stand for "
+        "unchanged lines between them) and retry, or re-read the file."
     )
 
 
@@ -577,37 +634,3 @@ def _line_at(text: str, offset: int) -> int:
 
 def _nonblank_count(lines: list[str]) -> int:
     return sum(1 for line in lines if line.strip())
-
-
-def _indent(line: str) -> str:
-    """Leading whitespace of a (non-blank) line."""
-    return line[: len(line) - len(line.lstrip())]
-
-
-def _width(indent: str) -> int:
-    return len(indent.expandtabs(TAB_WIDTH))
-
-
-def _render(width: int, unit: str) -> str:
-    """An indentation of `width` columns in the file's style."""
-    width = max(width, 0)
-    if unit == "\t":
-        return "\t" * (width // TAB_WIDTH) + " " * (width % TAB_WIDTH)
-    return " " * width
-
-
-def _indent_unit(lines: list[str]) -> str | None:
-    """The indent step used by `lines`: "\\t", or N spaces (most common increase), or None."""
-    indents = [_indent(line) for line in lines if line.strip()]
-    tabs = sum(i.startswith("\t") for i in indents)
-    if tabs and tabs >= sum(i.startswith(" ") for i in indents):
-        return "\t"
-    steps = Counter(b - a for a, b in pairwise(_width(i) for i in indents) if b > a)
-    if not steps:
-        return None
-    return " " * min(steps, key=lambda k: (-steps[k], k))
-
-
-def _squash(line: str) -> str:
-    """Whitespace-normalized line for fuzzy scoring: no indentation, single spaces."""
-    return " ".join(line.split())

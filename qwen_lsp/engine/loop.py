@@ -141,7 +141,7 @@ class _Run:
             live=self._live_index(),
         )
         named = {self.task.path} | {f.resolved for f in built.frames if f.resolved}
-        key = task_fingerprint(self.task, self._seen_hashes(p for p in named if p))
+        key = task_fingerprint(self.task, self._seen_hashes(p for p in named if p), self.overlay.root)
         self.messages = list(built.messages)
         if self.task.kind == TaskKind.explain:
             return await self._explain()

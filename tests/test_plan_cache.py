@@ -1,0 +1,105 @@
+"""The plan cache follows the code, not the checkout: the same failure in a second clone,
+a worktree or a CI checkout of the same code reuses the plan without a thinking call."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from qwen_lsp.engine.cache import relative_to_root, task_fingerprint
+from qwen_lsp.types import Task, TaskKind
+from tests.calc_project import BUGGY, PYTEST, make_project
+from tests.test_engine import make_engine, script_fix
+from tests.vllm_double import VLLMDouble
+
+
+@pytest.fixture
+def away_from_tmp() -> Iterator[Path]:
+    """A scratch directory whose path has no "/tmp/" in it.
+
+    The old key blurred any /tmp/... path, so checkouts under pytest's tmp_path
+    would share a plan even without path normalisation; these must not.
+    """
+    for base in (Path("/dev/shm"), Path.home(), Path.cwd()):
+        if base.is_dir() and os.access(base, os.W_OK) and "/tmp/" not in f"{base.resolve()}/":
+            scratch = Path(tempfile.mkdtemp(prefix="qwen-lsp-checkouts-", dir=base))
+            yield scratch
+            shutil.rmtree(scratch, ignore_errors=True)
+            return
+    pytest.skip("no writable directory outside /tmp")
+
+
+def traceback_task(root: Path) -> Task:
+    """What pytest prints in `root`: absolute paths of that checkout all over it."""
+    output = f"""============================= test session starts ==============================
+rootdir: {root}
+collected 1 item
+
+test_calc.py F                                                           [100%]
+
+=================================== FAILURES ===================================
+___________________________________ test_add ___________________________________
+Traceback (most recent call last):
+  File "{root}/test_calc.py", line 5, in test_add
+    assert add(2, 3) == 5
+  File "{root}/calc.py", line 2, in add
+    total = a - b
+AssertionError: assert -1 == 5
+{root}/test_calc.py:5: AssertionError
+FAILED test_calc.py::test_add - assert -1 == 5
+1 failed in 0.02s
+"""
+    return Task(kind=TaskKind.command, description="pytest failed", command=PYTEST, terminal_output=output, exit_code=1)
+
+
+def thinking_requests(double: VLLMDouble) -> int:
+    return sum(body["chat_template_kwargs"]["enable_thinking"] is True for body in double.chat_requests())
+
+
+async def test_a_second_checkout_of_the_same_code_reuses_the_plan(vllm, away_from_tmp):
+    first, second = make_project(away_from_tmp / "ci" / "build-17" / "proj"), make_project(away_from_tmp / "home" / "clone")
+    cache = away_from_tmp / "cache"
+
+    script_fix(vllm)
+    one = await make_engine(vllm, cache).fix(traceback_task(first), first)
+    assert one.outcome == "fixed" and thinking_requests(vllm) == 1
+
+    vllm.reset()
+    script_fix(vllm, with_plan=False)
+    two = await make_engine(vllm, cache).fix(traceback_task(second), second)
+    assert thinking_requests(vllm) == 0
+    assert two.accounting.plan_from_cache and two.outcome == "fixed"
+    assert two.changes[0].updated == BUGGY.replace("total = a - b", "total = a + b")
+
+
+async def test_a_checkout_with_different_code_plans_again(vllm, away_from_tmp):
+    first, second = make_project(away_from_tmp / "a" / "proj"), make_project(away_from_tmp / "b" / "proj")
+    (second / "calc.py").write_text(BUGGY.replace("total", "result"))
+    cache = away_from_tmp / "cache"
+
+    script_fix(vllm)
+    await make_engine(vllm, cache).fix(traceback_task(first), first)
+    vllm.reset()
+    script_fix(vllm, name="result")
+    again = await make_engine(vllm, cache).fix(traceback_task(second), second)
+    assert thinking_requests(vllm) == 1 and not again.accounting.plan_from_cache
+
+
+def test_only_paths_under_the_root_are_made_relative() -> None:
+    text = 'File "/w/proj/calc.py", line 2\nrootdir: /w/proj\nalso /w/proj2/x.py and /v/w/proj/y.py'
+    assert relative_to_root(text, Path("/w/proj")) == (
+        'File "calc.py", line 2\nrootdir: .\nalso /w/proj2/x.py and /v/w/proj/y.py'
+    )
+
+
+def test_the_key_ignores_where_the_checkout_is_but_not_what_failed() -> None:
+    a, b = Path("/home/alice/src/proj"), Path("/srv/ci/build-9/proj")
+    hashes = {"calc.py": "h1"}
+    assert task_fingerprint(traceback_task(a), hashes, a) == task_fingerprint(traceback_task(b), hashes, b)
+    other = traceback_task(b).model_copy(update={"terminal_output": traceback_task(b).terminal_output.replace("-1", "-2")})
+    assert task_fingerprint(traceback_task(a), hashes, a) != task_fingerprint(other, hashes, b)
