@@ -173,13 +173,13 @@ def test_vllm_metrics_give_the_server_side_prefix_hit_rate():
 def test_model_command_prints_the_vllm_command(capsys):
     assert qwen_lsp_main(["model-command", "--gpu-memory-gib", "48"]) == 0
     out = capsys.readouterr().out
-    assert "vllm serve Qwen/Qwen3.6-27B-FP8 --max-model-len 182272" in out and "llama-server" in out
+    assert "vllm serve Qwen/Qwen3.6-27B-FP8 --max-model-len 182272" in out and "serve-local --model" in out
 
 
 def test_model_command_too_small_exits_1_with_the_llama_cpp_route(capsys):
     assert qwen_lsp_main(["model-command", "--gpu-memory-gib", "16"]) == 1
     captured = capsys.readouterr()
-    assert "cannot hold" in captured.err and "llama-server" in captured.out
+    assert "cannot hold" in captured.err and "serve-local --model" in captured.out
 
 
 def test_doctor_json_for_scripts(tmp_path, monkeypatch, capsys):
@@ -195,3 +195,9 @@ def test_stats_command_reads_the_log(capsys):
     assert qwen_lsp_main(["stats", "--log", str(RECORDED_LOG), "--json"]) == 0
     local = json.loads(capsys.readouterr().out)["local"]
     assert (local["fixes"], local["calls"], local["calls_per_fix"]) == (2, 7, 3.5)
+
+
+def test_model_command_without_a_gpu_points_at_serve_local(capsys):
+    assert qwen_lsp_main(["model-command", "--gpu-memory-gib", "0"]) == 1  # no traceback
+    captured = capsys.readouterr()
+    assert "at least one GPU" in captured.err and "qwen-lsp serve-local --model" in captured.out

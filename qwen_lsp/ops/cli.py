@@ -10,13 +10,14 @@ import urllib.request
 from pathlib import Path
 
 from qwen_lsp.llm import calllog
-from qwen_lsp.ops import doctor, serving, stats
+from qwen_lsp.ops import doctor, serve_local, serving, stats
 from qwen_lsp.settings import load_settings
 
 
 def add_model_command(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("model-command", help="print the recommended `vllm serve` command for your GPUs")
-    p.add_argument("--gpu-memory-gib", type=float, required=True, help="memory of ONE GPU, in GiB (e.g. 80)")
+    p = sub.add_parser("model-command", help="print the recommended `vllm serve` command for your GPUs "
+                       "(or the serve-local route for small machines)")
+    p.add_argument("--gpu-memory-gib", type=float, required=True, help="memory of ONE GPU, in GiB (e.g. 80; 0: no GPU)")
     p.add_argument("--gpus", type=int, default=1, help="number of GPUs (default 1)")
     p.add_argument("--mtp", action="store_true", help="multi-token prediction (speculative decoding)")
     p.add_argument("--max-num-seqs", type=int, default=4, help="concurrent sequences to plan for (default 4)")
@@ -26,7 +27,7 @@ def add_model_command(sub: argparse._SubParsersAction) -> None:
 def _model_command(args: argparse.Namespace) -> int:
     try:
         plan = serving.plan_serving(args.gpu_memory_gib, args.gpus, mtp=args.mtp, max_num_seqs=args.max_num_seqs)
-    except serving.NotEnoughMemory as exc:
+    except ValueError as exc:  # NotEnoughMemory, or no GPU at all (--gpu-memory-gib 0)
         print(f"# {exc}", file=sys.stderr)
         print(serving.LLAMA_CPP_ROUTE)
         return 1
@@ -38,6 +39,22 @@ def _model_command(args: argparse.Namespace) -> int:
     print()
     print(serving.LLAMA_CPP_ROUTE)
     return 0
+
+
+def add_serve_local(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("serve-local", help="serve a GGUF model with llama.cpp for qwen-lsp (no vLLM needed)")
+    p.add_argument("--model", type=Path, required=True, help="the .gguf file, e.g. Qwen3.6-27B-Q4_K_M.gguf")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000, help="port (default 8000: qwen-lsp's default base URL)")
+    p.add_argument("--ctx-size", type=int, help=f"context tokens (default {serve_local.DEFAULT_CONTEXT}, "
+                   "or less if the model was trained on less)")
+    p.add_argument("--gpu-layers", type=int, help="layers to offload to the GPU (default: all when the build has a GPU)")
+    p.set_defaults(handler=_serve_local)
+
+
+def _serve_local(args: argparse.Namespace) -> int:
+    return serve_local.serve(args.model, host=args.host, port=args.port, n_ctx=args.ctx_size,
+                             n_gpu_layers=args.gpu_layers)
 
 
 def add_doctor(sub: argparse._SubParsersAction) -> None:
@@ -79,4 +96,4 @@ def _stats(args: argparse.Namespace) -> int:
     return 0
 
 
-SUBCOMMANDS = [add_model_command, add_doctor, add_stats]
+SUBCOMMANDS = [add_model_command, add_serve_local, add_doctor, add_stats]
