@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -130,7 +131,7 @@ async def test_doctor_on_a_server_that_is_down(tmp_path):
     port = free_port()
     checks = await run_doctor(Settings(base_url=f"http://127.0.0.1:{port}/v1", cache_dir=tmp_path))
     assert [(c.name, c.ok) for c in checks] == [("server reachable", False)]
-    assert "vllm serve" in checks[0].fix
+    assert "vllm serve" in checks[0].fix and "qwen-lsp model-command" in checks[0].fix and "serve-local" in checks[0].fix
 
 
 # -- stats ------------------------------------------------------------------------------------
@@ -201,3 +202,48 @@ def test_model_command_without_a_gpu_points_at_serve_local(capsys):
     assert qwen_lsp_main(["model-command", "--gpu-memory-gib", "0"]) == 1  # no traceback
     captured = capsys.readouterr()
     assert "at least one GPU" in captured.err and "qwen-lsp serve-local --model" in captured.out
+
+
+def test_doctor_prints_each_check_as_it_completes(tmp_path):
+    """The first lines are out while a later probe is still waiting on the server."""
+    import subprocess
+    import sys
+    import threading
+
+    release = threading.Event()
+
+    def slow_tools(body: dict) -> Reply:
+        if body.get("tools"):
+            release.wait(60)
+        return honest_server(body)
+
+    with VLLMDouble() as double:
+        double.responder = slow_tools
+        proc = subprocess.Popen([sys.executable, "-m", "qwen_lsp.cli", "doctor", "--base-url", double.base_url],
+                                cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env={**os.environ, "QWEN_LSP_CACHE_DIR": str(tmp_path / "cache")})
+        try:
+            first = proc.stdout.readline()
+            second = proc.stdout.readline()
+            assert first.startswith("✓ server reachable") and second.startswith("✓ model and context")
+            assert proc.poll() is None  # still waiting on the tools probe
+        finally:
+            release.set()
+        rest = proc.communicate(timeout=60)[0]
+    assert "✓ tool calls parse" in rest and proc.returncode == 0
+
+
+def test_doctor_on_a_terminal_shows_a_spinner_naming_the_check(tmp_path):
+    import sys
+
+    import pexpect
+
+    with VLLMDouble() as double:
+        double.responder = honest_server
+        child = pexpect.spawn(sys.executable, ["-m", "qwen_lsp.cli", "doctor", "--base-url", double.base_url],
+                              cwd=str(tmp_path), env={**os.environ, "QWEN_LSP_CACHE_DIR": str(tmp_path / "c"),
+                                                      "TERM": "xterm-256color"}, encoding="utf-8", timeout=60)
+        child.expect("checking ")
+        child.expect(pexpect.EOF)
+        child.close()
+    assert child.exitstatus == 0

@@ -66,9 +66,36 @@ def add_doctor(sub: argparse._SubParsersAction) -> None:
 
 def _doctor(args: argparse.Namespace) -> int:
     settings = load_settings(Path.cwd(), {"base_url": args.base_url})
-    checks = asyncio.run(doctor.run_doctor(settings))
-    print(doctor.to_json(checks) if args.json else doctor.render(checks))
-    return 0 if all(c.ok for c in checks) else 1
+    if args.json:
+        checks = asyncio.run(doctor.run_doctor(settings))
+        print(doctor.to_json(checks))
+    else:
+        checks = _doctor_live(settings)
+    return 0 if checks and all(c.ok for c in checks) else 1
+
+
+def _doctor_live(settings) -> list[doctor.Check]:
+    """Each check printed as it completes; on a terminal a spinner names the one running."""
+    from rich.console import Console
+    from rich.text import Text
+
+    console = Console(highlight=False)
+    status = console.status("", spinner="dots") if console.is_terminal else None
+
+    def on_start(what: str) -> None:
+        if status:
+            status.update(Text(f"checking {what}…", style="cyan"))
+
+    def on_check(check: doctor.Check) -> None:
+        console.print(Text(doctor.render_check(check), style="" if check.ok else "red"), soft_wrap=True)
+
+    if status:
+        status.start()
+    try:
+        return asyncio.run(doctor.run_doctor(settings, on_check=on_check, on_start=on_start))
+    finally:
+        if status:
+            status.stop()
 
 
 def add_stats(sub: argparse._SubParsersAction) -> None:

@@ -49,27 +49,51 @@ def _user(text: str) -> list[dict]:
     return [{"role": "user", "content": text}]
 
 
-async def run_doctor(settings: Settings) -> list[Check]:
+SERVE_HINT = ("`qwen-lsp model-command --gpu-memory-gib N` prints the vllm serve command for your GPUs; "
+              "without one: qwen-lsp serve-local --model FILE.gguf (README)")
+PROBES = {"thinking": "_thinking", "non-thinking": "_non_thinking", "tool calls": "_tools",
+          "structured outputs": "_structured", "prefix caching": "_cached_tokens_and_prefix"}
+
+
+async def run_doctor(settings: Settings, on_check: Callable[[Check], None] | None = None,
+                     on_start: Callable[[str], None] | None = None) -> list[Check]:
+    """Every check, in order; `on_check` hears each one as it completes, `on_start` what runs next."""
     client = ModelClient(settings.model_copy(update={"max_retries": 0}))
     checks: list[Check] = []
+
+    def done(*new: Check) -> None:
+        for check in new:
+            checks.append(check)
+            if on_check:
+                on_check(check)
+
+    def starting(what: str) -> None:
+        if on_start:
+            on_start(what)
+
     try:
+        starting(f"reaching {settings.base_url}")
         try:
             info = await client.info()
         except ModelServerError as exc:
-            return [Check(name="server reachable", ok=False, detail=str(exc), fix=VLLM_HINT)]
-        checks.append(Check(name="server reachable", ok=True, detail=settings.base_url))
+            done(Check(name="server reachable", ok=False, detail=str(exc).replace(VLLM_HINT, "").strip(),
+                       fix=f"{VLLM_HINT}. {SERVE_HINT}"))
+            return checks
+        done(Check(name="server reachable", ok=True, detail=settings.base_url))
         long_enough = (info.max_model_len or 0) >= 32_768
-        checks.append(
+        done(
             Check(
                 name="model and context",
                 ok=long_enough,
                 detail=f"{info.model}, max_model_len={info.max_model_len or 'not reported'}",
-                fix="" if long_enough else "serve with --max-model-len 262144 (at least 32768)",
+                fix="" if long_enough else "serve with --max-model-len 262144 (at least 32768; serve-local: --ctx-size)",
             )
         )
-        for probe in (_thinking, _non_thinking, _tools, _structured, _cached_tokens_and_prefix):
-            checks.extend(await _guard(probe, client))
-        checks.append(await _tokenizer(settings, info.model))
+        for what, probe in PROBES.items():
+            starting(what)
+            done(*await _guard(globals()[probe], client))
+        starting("tokenizer")
+        done(await _tokenizer(settings, info.model))
     finally:
         await client.close()
     return checks
@@ -173,13 +197,13 @@ async def _tokenizer(settings: Settings, model: str) -> Check:
                  fix="" if ok else "the server's model is not Qwen3.6 (budgets will be off); check QWEN_LSP_MODEL")
 
 
+def render_check(check: Check) -> str:
+    line = f"{'✓' if check.ok else '✗'} {check.name}: {check.detail}"
+    return line + (f"\n    fix: {check.fix}" if not check.ok and check.fix else "")
+
+
 def render(checks: list[Check]) -> str:
-    lines = []
-    for check in checks:
-        lines.append(f"{'✓' if check.ok else '✗'} {check.name}: {check.detail}")
-        if not check.ok and check.fix:
-            lines.append(f"    fix: {check.fix}")
-    return "\n".join(lines)
+    return "\n".join(render_check(check) for check in checks)
 
 
 def to_json(checks: list[Check]) -> str:
