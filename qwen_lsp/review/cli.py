@@ -298,6 +298,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         epilog="Exit codes: 0 pass (or review unavailable, with a warning), 1 blocking findings, "
         "2 usage or git error, 3 review unavailable with --on-unavailable block.",
     )
+    parser.add_argument("--version", action="version", version=f"{TOOL} {__version__}")
     parser.add_argument("--think", action="store_true", help="deep review: the model thinks first (slower)")
     parser.add_argument("--format", choices=("text", "json", "rdjsonl", "sarif"), default="text")
     parser.add_argument("--output", "-o", type=Path, help="write the report here instead of stdout")

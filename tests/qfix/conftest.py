@@ -81,6 +81,7 @@ def qfix_env(tmp_path: Path, vllm: VLLMDouble) -> dict[str, str]:
         "QWEN_LSP_MAX_RETRIES": "0",
         "QFIX_STATE_DIR": str(tmp_path / "state"),
         "PYTHONDONTWRITEBYTECODE": "1",
+        **{k: v for k, v in os.environ.items() if k == "PYTHONPATH"},  # a worktree's code over the venv's install
     }
 
 
