@@ -26,7 +26,7 @@ from pygls.protocol.json_rpc import JsonRPCNotification, JsonRPCRequestMessage, 
 from pygls.uris import from_fs_path, to_fs_path
 
 from qwen_lsp import __version__, wire as protocol
-from qwen_lsp.lsp import convert as lsp_convert
+from qwen_lsp.lsp import background_fix, convert as lsp_convert
 from qwen_lsp.apply import check_fresh
 from qwen_lsp.context.frames import parse_output
 from qwen_lsp.lsp.engine_thread import EngineThread, ModelUnavailable
@@ -111,6 +111,7 @@ class QwenLanguageServer(LanguageServer):
         self.busy = 0
         self.error_shown = False  # a model-server failure is shown once, until a run succeeds again
         self.worker: EngineThread | None = None
+        self.background_fixes: set[asyncio.Task[Any]] = set()  # clients without resolve (lsp/background_fix.py)
 
     # -- workspace and settings --------------------------------------------------------------
 
@@ -413,8 +414,10 @@ class QwenLanguageServer(LanguageServer):
         only = params.context.only
         actions: list[types.CodeAction] = []
         if lsp_convert.kind_allowed(types.CodeActionKind.QuickFix, only):
+            resolves = background_fix.resolves_edits(self.client_capabilities)
             for diagnostic in params.context.diagnostics:
-                actions.append(lsp_convert.fix_action(diagnostic, uri, doc.version))
+                action = lsp_convert.fix_action(diagnostic, uri, doc.version)
+                actions.append(action if resolves else background_fix.as_command(action))
                 for suggestion in self.suggestions.get(_diag_key(path, diagnostic), []):
                     actions.append(lsp_convert.suggestion_action(suggestion, [diagnostic]))
         selection = params.range
@@ -766,6 +769,10 @@ def create_server() -> QwenLanguageServer:
     async def fix(ls: QwenLanguageServer, *args: Any) -> dict[str, Any]:
         with ls.tracked():
             return (await ls.cmd_fix(protocol.FixArgs.model_validate(_first(args)))).dump()
+
+    @server.command(background_fix.SERVER_FIX_IN_BACKGROUND)
+    def fix_in_background(ls: QwenLanguageServer, *args: Any) -> dict[str, Any]:
+        return background_fix.start(ls, _first(args))
 
     @server.command(protocol.SERVER_EXPLAIN)
     async def explain(ls: QwenLanguageServer, *args: Any) -> dict[str, Any]:
