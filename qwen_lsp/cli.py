@@ -12,27 +12,45 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import sys
 from collections.abc import Callable
 
 from pydantic import ValidationError
 
 from qwen_lsp import __version__
-from qwen_lsp.ops import cli as ops_cli
 from qwen_lsp.settings import describe_invalid
 
 TCP_HOST = "127.0.0.1"  # never listen beyond this machine: the server reads and edits the workspace
 
 Handler = Callable[[argparse.Namespace], int]
 # Each entry adds one subcommand: `def add(sub): p = sub.add_parser("doctor", help=...); p.set_defaults(handler=run)`.
-SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [*ops_cli.SUBCOMMANDS]
+# Filled in by build_parser, so a Ctrl-C while the heavy modules import is a clean exit too.
+SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = []
 
 
 def serve(args: argparse.Namespace) -> int:
+    if args.tcp or sys.stdin.isatty():  # a person, not an editor, started it: say what this is
+        print(banner(args), file=sys.stderr, flush=True)
+    try:
+        return _serve(args)
+    except KeyboardInterrupt:  # the first Ctrl-C stops it, quietly
+        print("qwen-lsp: stopped", file=sys.stderr)
+        return 130
+
+
+def banner(args: argparse.Namespace) -> str:
+    where = f"on {TCP_HOST}:{args.port} (connect an LSP client there)" if args.tcp else "on stdin/stdout"
+    return (f"qwen-lsp {__version__}: the Qwen language server, speaking LSP {where}. Editors start it "
+            "themselves (`qwen-lsp` on stdio; see README, In the editor). Ctrl-C stops it.")
+
+
+def _serve(args: argparse.Namespace) -> int:
     # Imported here so `--version` and other subcommands stay fast.
     from qwen_lsp.lsp.server import create_server
 
     server = create_server()
+    signal.signal(signal.SIGINT, lambda *_: _stop(server))
     try:
         if args.tcp:
             server.start_tcp(TCP_HOST, args.port)
@@ -43,7 +61,21 @@ def serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _stop(server) -> None:
+    """SIGINT while serving: pygls's stdin reader thread would swallow the first KeyboardInterrupt
+    and block interpreter shutdown on the second, so clean up here and leave at once."""
+    try:
+        server.close()
+    finally:
+        print("qwen-lsp: stopped", file=sys.stderr, flush=True)
+        os._exit(130)
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from qwen_lsp.ops import cli as ops_cli
+
+    if not SUBCOMMANDS:
+        SUBCOMMANDS.extend(ops_cli.SUBCOMMANDS)
     parser = argparse.ArgumentParser(
         prog="qwen-lsp",
         description="Language server: a local coding agent (Qwen3.6 on vLLM) behind LSP code actions and diagnostics.",
@@ -66,7 +98,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except KeyboardInterrupt:
+        return 130
     logging.basicConfig(stream=sys.stderr, level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     handler: Handler = args.handler
     try:

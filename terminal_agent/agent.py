@@ -38,10 +38,19 @@ from qwen_lsp.settings import Settings, describe_invalid, load_settings
 from qwen_lsp.sidechannel import notify_running_server
 
 from terminal_agent import undo
+from terminal_agent.preflight import ServerCheck
 from terminal_agent.pty_run import Finished, nothing_to_fix, run_in_pty, run_shell_command
 from terminal_agent.report import QfixReport, Verification
 from terminal_agent.state import ShellRecord, last_record, tmux_output
 from terminal_agent.ui import UI, Choice
+
+
+# Why no fix came back, in the user's words (the engine's outcome names are for programs).
+NO_FIX = {
+    "no_change": "the model proposed no change",
+    "failed": "the model's change did not pass its checks, so it was dropped",
+    "changed_unverified": "the model's change could not be checked",
+}
 
 
 @dataclass
@@ -78,13 +87,17 @@ def fix(failure: Failure, opts: Options, ui: UI, report: QfixReport) -> int:
     with ui.working() as progress:
         result = asyncio.run(think(failure, settings, progress))  # Ctrl-C here cancels the requests
     report.add_result(result)
-    show(result, ui)
     if not result.changes and not result.suggestions:
-        ui.fail(f"no fix found ({result.outcome})" + (f": {result.error}" if result.error else ""))
+        report.outcome = result.outcome
+        ui.show_checks(result.validation)  # what the rejected attempt failed, if it got that far
+        ui.fail(f"no fix found: {NO_FIX[result.outcome] if result.outcome in NO_FIX else result.outcome}")
         return 1
+    show(result, ui)
     if opts.dry_run:
+        report.outcome = "proposed"
         ui.say("\nDry run: nothing was changed.", "bold")
         return 0
+    report.outcome = "not_applied"
 
     refused = unverified(result) if opts.yes else None
     if refused:  # --yes is consent to a verified fix only; an unverified one needs an explicit yes
@@ -101,10 +114,12 @@ def fix(failure: Failure, opts: Options, ui: UI, report: QfixReport) -> int:
             ui.fail(f"not applied: {exc}")
             return 1
         report.applied = True
+        report.outcome = "applied"
         ui.ok(f"applied to {', '.join(c.path for c in result.changes)}  (qfix --undo puts it back)")
     handoff = ask_for_command(result, opts, ui) if choice != "quit" else None
     if handoff:
         hand_to_shell(handoff, ui)
+        report.outcome = "handed_to_shell" if not report.applied else report.outcome
         return 0  # the user's next step: their shell runs it, qfix never does
     if not report.applied:
         return 1
@@ -113,6 +128,7 @@ def fix(failure: Failure, opts: Options, ui: UI, report: QfixReport) -> int:
     ui.say(f"\nRe-running: {command}", "bold")
     rerun = failure.rerun(verify_command, ui.fd)
     report.verification = Verification(command=command, exit_code=rerun.exit_code, passed=rerun.exit_code == 0)
+    report.outcome = "fixed" if rerun.exit_code == 0 else "still_failing"
     if rerun.exit_code == 0:
         ui.ok(f"fixed: `{command}` passes now")
         if verify_command is None:
@@ -209,48 +225,85 @@ def hand_to_shell(command: str, ui: UI) -> None:
         ui.say('(with eval "$(qfix init bash)" in your shell rc, qfix puts it on your command line)', "dim")
 
 
-def run(opts: Options, ran: tuple[list[str], Finished] | None = None) -> int:
-    """`qfix -- CMD ARGS` once CMD `ran`, or `qfix` on what the shell recorded: fix, report; the exit code."""
+def run(opts: Options, ran: tuple[list[str], Finished] | None = None, server: ServerCheck | None = None) -> int:
+    """`qfix -- CMD ARGS` once CMD `ran`, or `qfix` on what the shell recorded: fix, report; the exit code.
+    `server` is the model-server check started while CMD ran (a recorded command gets one here)."""
     ui = UI(to_stderr=opts.json)
-    if ran:
-        failure = failure_from_run(*ran)
-    else:
-        record = last_record()
-        if record is None:
-            print('qfix: no command given and none recorded: run `qfix -- CMD`, or add eval "$(qfix init bash)" '
-                  "to your shell's rc file", file=sys.stderr)
-            return 2
-        failure = failure_from_record(record, opts, ui)
-
-    report = QfixReport(command=failure.command, exit_code=failure.exit_code, workspace=str(failure.workspace),
-                        cwd=str(failure.cwd), outcome="failed")
+    report: QfixReport | None = None
     try:
+        if ran:
+            failure = failure_from_run(*ran)
+        else:
+            record = last_record()
+            if record is None:
+                print('qfix: no command given and none recorded: run `qfix -- CMD`, or add eval "$(qfix init bash)" '
+                      "to your shell's rc file", file=sys.stderr)
+                return 2
+            if not nothing_to_fix(record.exit_code):  # ask the server before offering to re-run anything
+                server = ServerCheck(Path(record.cwd) if Path(record.cwd).is_dir() else Path.cwd(), announce=False)
+                if server.error():
+                    failure = Failure(command=record.command, exit_code=record.exit_code, output=record.output,
+                                      cwd=Path.cwd(), workspace=Path.cwd(), shell=record.shell)
+                    return _finish(_unavailable(_new_report(failure), server), opts)
+            failure = failure_from_record(record, opts, ui)
+
+        report = _new_report(failure)
         if nothing_to_fix(failure.exit_code):  # mirror its exit code
             report.outcome = "passed" if failure.exit_code == 0 else "interrupted"
             report.exit_status = failure.exit_code
+        elif server is not None and server.error():
+            _unavailable(report, server)
         else:
             report.exit_status = fix(failure, opts, ui, report)
     except RequestRejected as exc:  # the server is up: not "unavailable"
-        report.error = " ".join(str(exc).split())
-        print(f"qfix: request error: {report.error}", file=sys.stderr)
-        report.outcome, report.exit_status = "error", 4
+        error = " ".join(str(exc).split())
+        print(f"qfix: request error: {error}", file=sys.stderr)
+        if report is None:
+            return 4
+        report.error, report.outcome, report.exit_status = error, "error", 4
     except ModelServerError as exc:
-        report.error = " ".join(str(exc).split())  # ONE line: what failed and how to fix it
-        print(f"qfix: {report.error}", file=sys.stderr)
-        report.outcome, report.exit_status = "error", 2
+        error = " ".join(str(exc).split())  # ONE line: what failed and how to fix it
+        print(f"qfix: {error}", file=sys.stderr)
+        if report is None:
+            return 2
+        report.error, report.outcome, report.exit_status = error, "error", 2
     except ValidationError as exc:  # the user's own settings: say which value, and why
-        report.error = f"invalid settings: {describe_invalid(exc)}"
-        print(f"qfix: {report.error}", file=sys.stderr)
-        report.outcome, report.exit_status = "error", 2
+        error = f"invalid settings: {describe_invalid(exc)}"
+        print(f"qfix: {error}", file=sys.stderr)
+        if report is None:
+            return 2
+        report.error, report.outcome, report.exit_status = error, "error", 2
     except KeyboardInterrupt:
-        kept = "the applied fix stays (`qfix --undo` reverts it)" if report.applied else "nothing was changed"
+        kept = "the applied fix stays (`qfix --undo` reverts it)" if report and report.applied else "nothing was changed"
         ui.fail(f"cancelled: {kept}")
+        if report is None:
+            return 130
         report.outcome, report.exit_status = "cancelled", 130
     except Exception as exc:  # noqa: BLE001 - whatever failed, the user gets one line and --json its report
-        kept = "the applied fix stays (`qfix --undo` reverts it)" if report.applied else "nothing was changed"
-        report.error = " ".join(f"{type(exc).__name__}: {exc}".split())
-        print(f"qfix: internal error, {kept}: {report.error}", file=sys.stderr)
-        report.outcome, report.exit_status = "error", 2
+        kept = "the applied fix stays (`qfix --undo` reverts it)" if report and report.applied else "nothing was changed"
+        error = " ".join(f"{type(exc).__name__}: {exc}".split())
+        print(f"qfix: internal error, {kept}: {error}", file=sys.stderr)
+        if report is None:
+            return 2
+        report.error, report.outcome, report.exit_status = error, "error", 2
+    return _finish(report, opts)
+
+
+def _new_report(failure: Failure) -> QfixReport:
+    return QfixReport(command=failure.command, exit_code=failure.exit_code, workspace=str(failure.workspace),
+                      cwd=str(failure.cwd), outcome="failed")
+
+
+def _unavailable(report: QfixReport, server: ServerCheck) -> QfixReport:
+    """The model server is down: one line saying so (unless already said while the command ran); exit 2."""
+    report.error = server.error()
+    if not server.announced:
+        print(f"qfix: {report.error}", file=sys.stderr)
+    report.outcome, report.exit_status = "error", 2
+    return report
+
+
+def _finish(report: QfixReport, opts: Options) -> int:
     if opts.json:
         print(json_safe(report.model_dump_json(indent=2)))  # same data; no raw control characters
     return report.exit_status
@@ -289,13 +342,22 @@ def failure_from_record(record: ShellRecord, opts: Options, ui: UI) -> Failure:
         if risk == Risk.destructive:
             ui.say(f"The output of `{record.command}` was not captured, and qfix will not re-run it: "
                    + "; ".join(dangers), "yellow")
-        elif opts.yes or (ui.interactive and ui.confirm(f"Re-run `{record.command}` to see its output? [y/N]")):
+        elif opts.yes or (ui.interactive and _explain_rerun(ui) and ui.confirm(f"Re-run `{record.command}` to see its output? [y/N]")):
             finished = run_shell_command(record.command, cwd, record.shell, echo_fd=ui.fd)
             exit_code, output = finished.exit_code, finished.output
             if nothing_to_fix(exit_code):
                 ui.say(f"`{record.command}` {'passes now' if exit_code == 0 else 'was stopped'}: nothing to fix")
     return Failure(command=record.command, exit_code=exit_code, output=output, cwd=cwd,
                    workspace=find_workspace(cwd), shell=record.shell)
+
+
+def _explain_rerun(ui: UI) -> bool:
+    """Why qfix wants to run the command again: the shell records a command, not its output."""
+    why = ("The shell recorded the command but not its output" +
+           ("; inside tmux qfix reads it from the pane, but this pane no longer shows it." if os.environ.get("TMUX")
+            else " (inside tmux, qfix would read it from the screen)."))
+    ui.say(why, "dim")
+    return True
 
 
 def notify_editor(failure: Failure, settings: Settings, exit_code: int | None = None) -> None:

@@ -5,9 +5,8 @@
     qfix init SHELL     print the shell integration: eval "$(qfix init bash)"
     qfix --undo         put back the files of the last fix qfix applied here
 
-Exit codes: 0 fixed, passed or nothing to do; 1 fix not applied or the re-run
-still fails; 2 model server unavailable or usage error; 4 the model server is up
-but rejected a request (HTTP 4xx); 128+N when the command was interrupted by signal N. The loop itself is in terminal_agent/agent.py.
+Exit codes: see EXIT_CODES below (also in --help and the README). The loop
+itself is in terminal_agent/agent.py.
 
 Environment: QWEN_LSP_* (the model server, cache dir: qwen_lsp/settings.py);
 QFIX_STATE_DIR (shell records and undo history); QFIX_TMUX_CAPTURE=0 stops qfix
@@ -22,9 +21,16 @@ import sys
 import threading
 from pathlib import Path
 
+from qwen_lsp import __version__
+from terminal_agent.preflight import ServerCheck
 from terminal_agent.pty_run import Finished, nothing_to_fix, run_in_pty
 
 USAGE_ERROR = 2
+EXIT_CODES = (
+    "Exit codes: 0 fixed, or a dry run that found a fix, or nothing to fix (the command passes); "
+    "1 no fix found, fix not applied, or the re-run still fails; 2 model server unavailable, or a usage error; "
+    "4 the model server is up but rejected a request (HTTP 4xx); 130 cancelled with Ctrl-C; 128+N when the command itself was stopped by signal N."
+)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -33,8 +39,10 @@ def parser() -> argparse.ArgumentParser:
         description="Fix the command that just failed, with Qwen on your local vLLM. "
         "Nothing is written or run without your consent.",
         epilog='Shell integration: eval "$(qfix init bash)" (or zsh), or `qfix init fish | source`. '
-        "Inside tmux, qfix reads the last command's output from the pane (QFIX_TMUX_CAPTURE=0 turns that off).",
+        "Inside tmux, qfix reads the last command's output from the pane (QFIX_TMUX_CAPTURE=0 turns that off). "
+        + EXIT_CODES,
     )
+    p.add_argument("--version", action="version", version=f"qfix {__version__}")
     p.add_argument("--yes", "-y", action="store_true", help="apply file changes and re-run without asking "
                    "(suggested shell commands are never run); exit 0 only if the re-run passes")
     p.add_argument("--dry-run", action="store_true", help="show the fix and change nothing (exit 0 if one was found)")
@@ -54,6 +62,8 @@ def main(argv: list[str] | None = None) -> int:
         parser().error("--undo takes no command and no other option")  # exits 2
     if opts.yes and opts.dry_run:
         parser().error("--yes and --dry-run contradict each other")
+    # The model server is asked while the command runs: a server that is down is said at once.
+    server = ServerCheck(Path.cwd(), announce=True) if command and not opts.undo else None
     ran = _run_first(command, echo_fd=2 if opts.json else 1) if command else None
     if ran and not opts.json and nothing_to_fix(ran[1].exit_code):
         # Passed, or the user stopped it: nothing to fix, mirror its exit code. os._exit skips
@@ -68,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     if opts.undo:
         return agent.undo_last_fix()
     dry_run = opts.dry_run or (opts.json and not opts.yes)
-    return agent.run(agent.Options(yes=opts.yes, dry_run=dry_run, json=opts.json), ran)
+    return agent.run(agent.Options(yes=opts.yes, dry_run=dry_run, json=opts.json), ran, server)
 
 
 def _run_first(command: list[str], echo_fd: int) -> tuple[list[str], Finished]:

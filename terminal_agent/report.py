@@ -14,11 +14,13 @@ class FileDiff(BaseModel):
 
 
 class Verification(BaseModel):
-    """The real re-run of the command after the fix was written."""
+    """The check of the fix: the real re-run after it was written, or (dry run, not applied)
+    the engine's own run of the verify command in a temporary copy of the workspace."""
 
     command: str
-    exit_code: int
+    exit_code: int | None  # None: the engine's check reports pass/fail only
     passed: bool
+    in_temporary_copy: bool = False
 
 
 class ModelUsage(BaseModel):
@@ -36,7 +38,11 @@ class QfixReport(BaseModel):
     exit_code: int | None = None  # the failing command's
     workspace: str
     cwd: str
-    outcome: str  # the engine's outcome, or "passed" / "interrupted" (nothing to fix), "error", "cancelled"
+    # What qfix did: "fixed" (applied, the re-run passes), "still_failing", "applied", "proposed" (dry run),
+    # "not_applied", "handed_to_shell"; no fix: the engine's "no_change" / "failed"; nothing to fix:
+    # "passed" / "interrupted"; "error" (server unavailable), "cancelled".
+    outcome: str
+    engine_outcome: str | None = None  # the engine's verdict on its fix (qwen_lsp.types.Outcome)
     summary: str = ""
     plan: Plan | None = None
     diffs: list[FileDiff] = Field(default_factory=list)
@@ -52,7 +58,12 @@ class QfixReport(BaseModel):
 
     def add_result(self, result: FixResult) -> None:
         a = result.accounting
-        self.outcome, self.summary, self.plan, self.error = result.outcome, result.summary, result.plan, result.error
+        self.engine_outcome, self.summary, self.plan = result.outcome, result.summary, result.plan
+        self.error = result.error if result.outcome != "failed" else None  # that text was meant for the model
+        ran = [c for c in result.validation.checks if not c.name.startswith("parses:")]
+        if ran:  # the engine ran the verify command on its fix, in a temporary copy
+            self.verification = Verification(command=ran[-1].name, exit_code=None, passed=ran[-1].ok,
+                                              in_temporary_copy=True)
         self.diffs = [FileDiff(path=c.path, diff=c.diff, created=c.created) for c in result.changes]
         self.suggestions = list(result.suggestions)
         self.validation = result.validation

@@ -21,7 +21,9 @@ def init_script(shell: str) -> str:
     if shell not in SHELLS:
         raise ValueError(f"unsupported shell {shell!r}; choose one of: {', '.join(SHELLS)}")
     template = resources.files("terminal_agent").joinpath(f"shell/qfix.{shell}").read_text(encoding="utf-8")
-    return template.replace("@SESSIONS@", shlex.quote(str(sessions_dir()))).replace("@QFIX@", _qfix_command())
+    command = _qfix_command()
+    return (template.replace("@SESSIONS@", shlex.quote(str(sessions_dir())))
+            .replace("@QFIX_BIN@", shlex.quote(command[0])).replace("@QFIX@", shlex.join(command)))
 
 
 def prune_dead_sessions() -> None:
@@ -35,9 +37,9 @@ def prune_dead_sessions() -> None:
             continue
 
 
-def _qfix_command() -> str:
+def _qfix_command() -> list[str]:
     """How the shell function calls this very qfix (absolute, so PATH changes do not matter)."""
     argv0 = Path(sys.argv[0])
     if argv0.name == "qfix" and argv0.exists():
-        return shlex.quote(os.path.abspath(argv0))
-    return " ".join(shlex.quote(word) for word in (sys.executable, "-m", "terminal_agent.qfix"))
+        return [os.path.abspath(argv0)]
+    return [sys.executable, "-m", "terminal_agent.qfix"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -131,7 +132,7 @@ async def test_doctor_on_a_server_that_is_down(tmp_path):
     port = free_port()
     checks = await run_doctor(Settings(base_url=f"http://127.0.0.1:{port}/v1", cache_dir=tmp_path))
     assert [(c.name, c.ok) for c in checks] == [("sandbox for verification", True), ("server reachable", False)]
-    assert "vllm serve" in checks[1].fix
+    assert "vllm serve" in checks[1].fix and "qwen-lsp model-command" in checks[1].fix and "serve-local" in checks[1].fix
 
 
 async def test_doctor_says_when_fixes_cannot_be_verified_and_how_to_enable_the_sandbox(tmp_path, monkeypatch):
@@ -182,13 +183,13 @@ def test_vllm_metrics_give_the_server_side_prefix_hit_rate():
 def test_model_command_prints_the_vllm_command(capsys):
     assert qwen_lsp_main(["model-command", "--gpu-memory-gib", "48"]) == 0
     out = capsys.readouterr().out
-    assert "vllm serve Qwen/Qwen3.6-27B-FP8 --max-model-len 182272" in out and "llama-server" in out
+    assert "vllm serve Qwen/Qwen3.6-27B-FP8 --max-model-len 182272" in out and "serve-local --model" in out
 
 
 def test_model_command_too_small_exits_1_with_the_llama_cpp_route(capsys):
     assert qwen_lsp_main(["model-command", "--gpu-memory-gib", "16"]) == 1
     captured = capsys.readouterr()
-    assert "cannot hold" in captured.err and "llama-server" in captured.out
+    assert "cannot hold" in captured.err and "serve-local --model" in captured.out
 
 
 def test_doctor_json_for_scripts(tmp_path, monkeypatch, capsys):
@@ -204,3 +205,54 @@ def test_stats_command_reads_the_log(capsys):
     assert qwen_lsp_main(["stats", "--log", str(RECORDED_LOG), "--json"]) == 0
     local = json.loads(capsys.readouterr().out)["local"]
     assert (local["fixes"], local["calls"], local["calls_per_fix"]) == (2, 7, 3.5)
+
+
+def test_model_command_without_a_gpu_points_at_serve_local(capsys):
+    assert qwen_lsp_main(["model-command", "--gpu-memory-gib", "0"]) == 1  # no traceback
+    captured = capsys.readouterr()
+    assert "at least one GPU" in captured.err and "qwen-lsp serve-local --model" in captured.out
+
+
+def test_doctor_prints_each_check_as_it_completes(tmp_path):
+    """The first lines are out while a later probe is still waiting on the server."""
+    import subprocess
+    import sys
+    import threading
+
+    release = threading.Event()
+
+    def slow_tools(body: dict) -> Reply:
+        if body.get("tools"):
+            release.wait(60)
+        return honest_server(body)
+
+    with VLLMDouble() as double:
+        double.responder = slow_tools
+        proc = subprocess.Popen([sys.executable, "-m", "qwen_lsp.cli", "doctor", "--base-url", double.base_url],
+                                cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env={**os.environ, "QWEN_LSP_CACHE_DIR": str(tmp_path / "cache")})
+        try:
+            first = proc.stdout.readline()
+            second = proc.stdout.readline()
+            assert first.startswith("✓ server reachable") and second.startswith("✓ model and context")
+            assert proc.poll() is None  # still waiting on the tools probe
+        finally:
+            release.set()
+        rest = proc.communicate(timeout=60)[0]
+    assert "✓ tool calls parse" in rest and proc.returncode == 0
+
+
+def test_doctor_on_a_terminal_shows_a_spinner_naming_the_check(tmp_path):
+    import sys
+
+    import pexpect
+
+    with VLLMDouble() as double:
+        double.responder = honest_server
+        child = pexpect.spawn(sys.executable, ["-m", "qwen_lsp.cli", "doctor", "--base-url", double.base_url],
+                              cwd=str(tmp_path), env={**os.environ, "QWEN_LSP_CACHE_DIR": str(tmp_path / "c"),
+                                                      "TERM": "xterm-256color"}, encoding="utf-8", timeout=60)
+        child.expect("checking ")
+        child.expect(pexpect.EOF)
+        child.close()
+    assert child.exitstatus == 0

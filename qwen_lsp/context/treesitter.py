@@ -118,6 +118,10 @@ DEF_PATTERNS: dict[str, list[str]] = {
         "(class_declaration (type_identifier) @name) @class",
         "(object_declaration (type_identifier) @name) @class",
         "(type_alias (type_identifier) @name) @type",
+        # tree-sitter-kotlin >= 1.0 (the PyPI wheel) names the nodes differently
+        "(function_declaration name: (identifier) @name) @function",
+        "(class_declaration name: (identifier) @name) @class",
+        "(object_declaration name: (identifier) @name) @class",
     ],
 }
 
@@ -131,7 +135,7 @@ IMPORT_TYPES: dict[str, list[str]] = {
     "java": ["package_declaration", "import_declaration"],
     "c": ["preproc_include"],
     "cpp": ["preproc_include", "using_declaration"],
-    "kotlin": ["package_header", "import_header"],
+    "kotlin": ["package_header", "import_header", "import"],
 }
 
 # References worth ranking by: calls, types, base classes, imported names. Plain
@@ -230,17 +234,17 @@ def language_for(path: str) -> str | None:
 
 @cache
 def _language(lang: str) -> Any:
-    from tree_sitter_language_pack import get_language
+    from qwen_lsp.context.grammars import get_language
 
-    return get_language(lang)  # type: ignore[arg-type]
+    return get_language(lang)
 
 
 @cache
 def parser_for(lang: str) -> Parser | None:
     try:
-        from tree_sitter_language_pack import get_parser
+        from qwen_lsp.context.grammars import get_parser
 
-        return get_parser(lang)  # type: ignore[arg-type]
+        return get_parser(lang)
     except Exception:  # grammar missing or not loadable: callers fall back to a line window
         return None
 

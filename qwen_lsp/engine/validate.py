@@ -13,7 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from tree_sitter import Parser
-from tree_sitter_language_pack import get_parser
+from qwen_lsp.context.grammars import get_parser
 
 from qwen_lsp.types import CheckOutcome, FileChange
 from qwen_lsp.engine import sandbox
@@ -36,7 +36,7 @@ def language_for(path: str) -> str | None:
 @lru_cache(maxsize=32)
 def _parser(language: str) -> Parser | None:
     try:
-        return get_parser(language)  # type: ignore[arg-type]
+        return get_parser(language)
     except Exception:  # noqa: BLE001 - no grammar: the parse check is skipped
         return None
 

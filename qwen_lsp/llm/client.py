@@ -69,6 +69,7 @@ class Completion(BaseModel):
     completion_tokens: int = 0
     cached_tokens: int = 0
     cached_tokens_reported: bool = False  # vLLM sends them only with --enable-prompt-tokens-details
+    usage_counted_locally: bool = False  # the stream had no usage (llama.cpp): counted with our tokenizer
     tool_calls_from_text: bool = False  # recovered from XML in content: the server has no tool parser
     reasoning_from_text: bool = False  # <think> text in content: the server has no reasoning parser
     ttft: float | None = None
@@ -91,6 +92,7 @@ class Completion(BaseModel):
 class ServerInfo(BaseModel):
     model: str
     max_model_len: int | None = None
+    owned_by: str | None = None  # "qwen-lsp serve-local (llama.cpp)" for serve-local, "vllm" for vLLM
 
 
 class ModelClient:
@@ -125,7 +127,7 @@ class ModelClient:
             chosen = next((m for m in models if m.id == self.settings.model), models[0] if models else None)
             max_len = (chosen.model_extra or {}).get("max_model_len") if chosen else None
             model = self.settings.model or (chosen.id if chosen else "")
-            self._info = ServerInfo(model=model, max_model_len=max_len)
+            self._info = ServerInfo(model=model, max_model_len=max_len, owned_by=getattr(chosen, "owned_by", None))
         return self._info
 
     async def complete(
@@ -194,7 +196,10 @@ class ModelClient:
         except openai.APIError as exc:
             raise self._explain(exc, "POST /chat/completions") from exc
         try:
-            return await _collect(stream, completion, started, self.settings.limits.answer_max_bytes)
+            completion = await _collect(stream, completion, started, self.settings.limits.answer_max_bytes)
+            if completion.usage_counted_locally:
+                _count_usage(completion, kwargs["messages"], tools)
+            return completion
         except openai.APIError as exc:
             raise self._explain(exc, "streaming /chat/completions") from exc
         finally:
@@ -272,11 +277,13 @@ async def _collect(stream: Any, completion: Completion, started: float, max_byte
     reasoning: list[str] = []
     calls: dict[int, dict[str, str]] = {}
     size = 0
+    completion.usage_counted_locally = True  # until a usage chunk says otherwise
     async for chunk in stream:
         if size > max_bytes:
             completion.finish_reason = "length"
             break
         if chunk.usage is not None:
+            completion.usage_counted_locally = False
             completion.prompt_tokens = chunk.usage.prompt_tokens or 0
             completion.completion_tokens = chunk.usage.completion_tokens or 0
             details = getattr(chunk.usage, "prompt_tokens_details", None)
@@ -314,6 +321,14 @@ async def _collect(stream: Any, completion: Completion, started: float, max_byte
 
 def _nbytes(text: str) -> int:
     return len(text.encode("utf-8", "replace"))
+
+
+def _count_usage(completion: Completion, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> None:
+    """Token counts for a server whose stream reports none (llama.cpp): the Qwen3.6 tokenizer
+    on the messages and tools as sent (close to, not exactly, the rendered chat template)."""
+    completion.prompt_tokens = count_tokens(json.dumps(messages, ensure_ascii=False) + json.dumps(tools or []))
+    generated = [completion.reasoning, completion.content, *(c.name + c.arguments for c in completion.tool_calls)]
+    completion.completion_tokens = count_tokens("".join(generated))
 
 
 def _reasoning_of(delta: Any) -> str | None:

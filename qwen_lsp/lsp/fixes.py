@@ -12,7 +12,7 @@ from lsprotocol import types
 
 from qwen_lsp import wire as protocol
 from qwen_lsp.apply import check_fresh
-from qwen_lsp.lsp import convert as lsp_convert
+from qwen_lsp.lsp import background_fix, convert as lsp_convert
 from qwen_lsp.lsp.engine_thread import ModelUnavailable
 from qwen_lsp.types import FixResult, ShellSuggestion, Task, TaskKind
 
@@ -118,8 +118,10 @@ class Fixes:
         only = params.context.only
         actions: list[types.CodeAction] = []
         if lsp_convert.kind_allowed(types.CodeActionKind.QuickFix, only):
+            resolves = background_fix.resolves_edits(self.server.client_capabilities)
             for diagnostic in params.context.diagnostics:
-                actions.append(lsp_convert.fix_action(diagnostic, uri, doc.version))
+                action = lsp_convert.fix_action(diagnostic, uri, doc.version)
+                actions.append(action if resolves else background_fix.as_command(action))
                 for suggestion in self.suggestions.get(_diag_key(str(path), diagnostic), []):
                     actions.append(lsp_convert.suggestion_action(suggestion, [diagnostic]))
         selection = params.range

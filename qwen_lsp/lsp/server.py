@@ -27,6 +27,7 @@ from pygls.protocol import LanguageServerProtocol, default_converter
 from pygls.protocol.json_rpc import JsonRPCNotification, JsonRPCRequestMessage, MsgId
 
 from qwen_lsp import __version__, wire as protocol
+from qwen_lsp.lsp import background_fix
 from qwen_lsp.lsp.diagnostics import DiagnosticStore
 from qwen_lsp.lsp.engine_thread import EngineThread
 from qwen_lsp.lsp.fixes import Fixes
@@ -80,6 +81,7 @@ class QwenLanguageServer(LanguageServer):
         self.fixes = Fixes(self)
         self.reviews = Reviews(self)
         self.indexes = Indexes(self)
+        self.background_fixes: set[asyncio.Task[Any]] = set()  # clients without resolve (lsp/background_fix.py)
 
     def engine_thread(self) -> EngineThread:
         if self.worker is None:
@@ -207,6 +209,14 @@ def create_server() -> QwenLanguageServer:
     async def fix(ls: QwenLanguageServer, *args: Any) -> dict[str, Any]:
         with ls.activity.tracked():
             return (await ls.fixes.cmd_fix(protocol.FixArgs.model_validate(_first(args)))).dump()
+
+    @server.command(background_fix.SERVER_FIX_IN_BACKGROUND)
+    def fix_in_background(ls: QwenLanguageServer, *args: Any) -> dict[str, Any]:
+        return background_fix.start(ls, _first(args))
+
+    @server.command(background_fix.SERVER_FIX_IN_BACKGROUND)
+    def fix_in_background(ls: QwenLanguageServer, *args: Any) -> dict[str, Any]:
+        return background_fix.start(ls, _first(args))
 
     @server.command(protocol.SERVER_EXPLAIN)
     async def explain(ls: QwenLanguageServer, *args: Any) -> dict[str, Any]:

@@ -10,13 +10,14 @@ import urllib.request
 from pathlib import Path
 
 from qwen_lsp.llm import calllog
-from qwen_lsp.ops import doctor, serving, stats
+from qwen_lsp.ops import doctor, serve_local, serving, stats
 from qwen_lsp.settings import load_settings
 
 
 def add_model_command(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("model-command", help="print the recommended `vllm serve` command for your GPUs")
-    p.add_argument("--gpu-memory-gib", type=float, required=True, help="memory of ONE GPU, in GiB (e.g. 80)")
+    p = sub.add_parser("model-command", help="print the recommended `vllm serve` command for your GPUs "
+                       "(or the serve-local route for small machines)")
+    p.add_argument("--gpu-memory-gib", type=float, required=True, help="memory of ONE GPU, in GiB (e.g. 80; 0: no GPU)")
     p.add_argument("--gpus", type=int, default=1, help="number of GPUs (default 1)")
     p.add_argument("--mtp", action="store_true", help="multi-token prediction (speculative decoding)")
     p.add_argument("--max-num-seqs", type=int, default=4, help="concurrent sequences to plan for (default 4)")
@@ -26,7 +27,7 @@ def add_model_command(sub: argparse._SubParsersAction) -> None:
 def _model_command(args: argparse.Namespace) -> int:
     try:
         plan = serving.plan_serving(args.gpu_memory_gib, args.gpus, mtp=args.mtp, max_num_seqs=args.max_num_seqs)
-    except serving.NotEnoughMemory as exc:
+    except ValueError as exc:  # NotEnoughMemory, or no GPU at all (--gpu-memory-gib 0)
         print(f"# {exc}", file=sys.stderr)
         print(serving.LLAMA_CPP_ROUTE)
         return 1
@@ -40,6 +41,22 @@ def _model_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_serve_local(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("serve-local", help="serve a GGUF model with llama.cpp for qwen-lsp (no vLLM needed)")
+    p.add_argument("--model", type=Path, required=True, help="the .gguf file, e.g. Qwen3.6-27B-Q4_K_M.gguf")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000, help="port (default 8000: qwen-lsp's default base URL)")
+    p.add_argument("--ctx-size", type=int, help=f"context tokens (default {serve_local.DEFAULT_CONTEXT}, "
+                   "or less if the model was trained on less)")
+    p.add_argument("--gpu-layers", type=int, help="layers to offload to the GPU (default: all when the build has a GPU)")
+    p.set_defaults(handler=_serve_local)
+
+
+def _serve_local(args: argparse.Namespace) -> int:
+    return serve_local.serve(args.model, host=args.host, port=args.port, n_ctx=args.ctx_size,
+                             n_gpu_layers=args.gpu_layers)
+
+
 def add_doctor(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("doctor", help="check the model server (reachable, thinking, tools, caching, tokenizer) and the sandbox")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -49,9 +66,36 @@ def add_doctor(sub: argparse._SubParsersAction) -> None:
 
 def _doctor(args: argparse.Namespace) -> int:
     settings = load_settings(Path.cwd(), {"base_url": args.base_url})
-    checks = asyncio.run(doctor.run_doctor(settings))
-    print(doctor.to_json(checks) if args.json else doctor.render(checks))
-    return 0 if all(c.ok for c in checks) else 1
+    if args.json:
+        checks = asyncio.run(doctor.run_doctor(settings))
+        print(doctor.to_json(checks))
+    else:
+        checks = _doctor_live(settings)
+    return 0 if checks and all(c.ok for c in checks) else 1
+
+
+def _doctor_live(settings) -> list[doctor.Check]:
+    """Each check printed as it completes; on a terminal a spinner names the one running."""
+    from rich.console import Console
+    from rich.text import Text
+
+    console = Console(highlight=False)
+    status = console.status("", spinner="dots") if console.is_terminal else None
+
+    def on_start(what: str) -> None:
+        if status:
+            status.update(Text(f"checking {what}…", style="cyan"))
+
+    def on_check(check: doctor.Check) -> None:
+        console.print(Text(doctor.render_check(check), style="" if check.ok else "red"), soft_wrap=True)
+
+    if status:
+        status.start()
+    try:
+        return asyncio.run(doctor.run_doctor(settings, on_check=on_check, on_start=on_start))
+    finally:
+        if status:
+            status.stop()
 
 
 def add_stats(sub: argparse._SubParsersAction) -> None:
@@ -79,4 +123,4 @@ def _stats(args: argparse.Namespace) -> int:
     return 0
 
 
-SUBCOMMANDS = [add_model_command, add_doctor, add_stats]
+SUBCOMMANDS = [add_model_command, add_serve_local, add_doctor, add_stats]

@@ -19,6 +19,7 @@ from qwen_lsp.llm.client import ModelClient, ModelServerError, ReasoningExhauste
 from qwen_lsp.llm.parsing import loads_loose
 from qwen_lsp.settings import Settings
 from qwen_lsp.llm.tokens import count_tokens
+from qwen_lsp.ops.serve_local import SERVED_BY
 
 
 class Check(BaseModel):
@@ -50,27 +51,53 @@ def _user(text: str) -> list[dict]:
     return [{"role": "user", "content": text}]
 
 
-async def run_doctor(settings: Settings) -> list[Check]:
+SERVE_HINT = ("`qwen-lsp model-command --gpu-memory-gib N` prints the vllm serve command for your GPUs; "
+              "without one: qwen-lsp serve-local --model FILE.gguf (README)")
+PROBES = {"thinking": "_thinking", "non-thinking": "_non_thinking", "tool calls": "_tools",
+          "structured outputs": "_structured", "prefix caching": "_cached_tokens_and_prefix"}
+
+
+async def run_doctor(settings: Settings, on_check: Callable[[Check], None] | None = None,
+                     on_start: Callable[[str], None] | None = None) -> list[Check]:
+    """Every check, in order; `on_check` hears each one as it completes, `on_start` what runs next."""
     client = ModelClient(settings.model_copy(update={"max_retries": 0}))
-    checks: list[Check] = [await asyncio.to_thread(sandbox_check, settings)]
+    checks: list[Check] = []
+
+    def done(*new: Check) -> None:
+        for check in new:
+            checks.append(check)
+            if on_check:
+                on_check(check)
+
+    def starting(what: str) -> None:
+        if on_start:
+            on_start(what)
+
+
+    done(await asyncio.to_thread(sandbox_check, settings))
     try:
+        starting(f"reaching {settings.base_url}")
         try:
             info = await client.info()
         except ModelServerError as exc:
-            return [*checks, Check(name="server reachable", ok=False, detail=str(exc), fix=VLLM_HINT)]
-        checks.append(Check(name="server reachable", ok=True, detail=settings.base_url))
+            done(Check(name="server reachable", ok=False, detail=str(exc).replace(VLLM_HINT, "").strip(),
+                       fix=f"{VLLM_HINT}. {SERVE_HINT}"))
+            return checks
+        done(Check(name="server reachable", ok=True, detail=settings.base_url))
         long_enough = (info.max_model_len or 0) >= 32_768
-        checks.append(
+        done(
             Check(
                 name="model and context",
                 ok=long_enough,
                 detail=f"{info.model}, max_model_len={info.max_model_len or 'not reported'}",
-                fix="" if long_enough else "serve with --max-model-len 262144 (at least 32768)",
+                fix="" if long_enough else "serve with --max-model-len 262144 (at least 32768; serve-local: --ctx-size)",
             )
         )
-        for probe in (_thinking, _non_thinking, _tools, _structured, _cached_tokens_and_prefix):
-            checks.extend(await _guard(probe, client))
-        checks.append(await _tokenizer(settings, info.model))
+        for what, probe in PROBES.items():
+            starting(what)
+            done(*await _guard(globals()[probe], client))
+        starting("tokenizer")
+        done(await _tokenizer(settings, info.model))
     finally:
         await client.close()
     return checks
@@ -103,6 +130,8 @@ async def _thinking(client: ModelClient) -> list[Check]:
     except ReasoningExhausted:
         return [Check(name="thinking works", ok=True, detail="reasoning seen (longer than the probe allows)")]
     if reply.reasoning_from_text:
+        if await _served_locally(client):  # llama.cpp has no reasoning parser; the client splits <think> itself
+            return [Check(name="thinking works", ok=True, detail="reasoning seen (inline <think>, split by qwen-lsp)")]
         return [Check(name="thinking works", ok=False, detail="reasoning arrives inline in content (no reasoning parser)", fix=fix)]
     seen = bool(reply.reasoning)
     return [Check(name="thinking works", ok=seen, detail="reasoning seen" if seen else "no reasoning in the reply",
@@ -124,6 +153,8 @@ async def _tools(client: ModelClient) -> list[Check]:
         )
     except ToolsUnsupported as exc:
         return [Check(name="tool calls parse", ok=False, detail=str(exc), fix=fix)]
+    if reply.tool_calls_from_text and await _served_locally(client):  # no tool parser in llama.cpp: ours reads the XML
+        return [Check(name="tool calls parse", ok=True, detail="ping called (Qwen3-Coder XML, parsed by qwen-lsp)")]
     if reply.tool_calls_from_text:
         return [Check(name="tool calls parse", ok=False, detail="tool calls arrive as XML text (no tool parser)", fix=fix)]
     ok = any(c.name == "ping" for c in reply.tool_calls)
@@ -141,6 +172,9 @@ async def _structured(client: ModelClient) -> list[Check]:
 
 
 async def _cached_tokens_and_prefix(client: ModelClient) -> list[Check]:
+    if await _served_locally(client):
+        return [Check(name="prefix caching", ok=True,
+                      detail="llama.cpp reuses the previous request's prompt prefix (it reports no cached tokens)")]
     first = await client.complete(_user(PREFIX_PROBE), thinking=False, max_tokens=8)
     second = await client.complete(_user(PREFIX_PROBE), thinking=False, max_tokens=8)
     reported = first.cached_tokens_reported and second.cached_tokens_reported
@@ -155,6 +189,10 @@ async def _cached_tokens_and_prefix(client: ModelClient) -> list[Check]:
         fix="" if effective else "serve with --enable-prefix-caching (and --enable-prompt-tokens-details to see it)",
     ))
     return checks
+
+
+async def _served_locally(client: ModelClient) -> bool:
+    return (await client.info()).owned_by == SERVED_BY
 
 
 async def _tokenizer(settings: Settings, model: str) -> Check:
@@ -176,13 +214,13 @@ async def _tokenizer(settings: Settings, model: str) -> Check:
                  fix="" if ok else "the server's model is not Qwen3.6 (budgets will be off); check QWEN_LSP_MODEL")
 
 
+def render_check(check: Check) -> str:
+    line = f"{'✓' if check.ok else '✗'} {check.name}: {check.detail}"
+    return line + (f"\n    fix: {check.fix}" if not check.ok and check.fix else "")
+
+
 def render(checks: list[Check]) -> str:
-    lines = []
-    for check in checks:
-        lines.append(f"{'✓' if check.ok else '✗'} {check.name}: {check.detail}")
-        if not check.ok and check.fix:
-            lines.append(f"    fix: {check.fix}")
-    return "\n".join(lines)
+    return "\n".join(render_check(check) for check in checks)
 
 
 def to_json(checks: list[Check]) -> str:

@@ -96,7 +96,7 @@ def plan_serving(gpu_memory_gib: float, gpus: int = 1, *, mtp: bool = False, max
             )
     raise NotEnoughMemory(
         f"{gpus} x {gpu_memory_gib:g} GiB cannot hold Qwen3.6-27B with a {MIN_USEFUL_CONTEXT}-token context "
-        f"(FP8 weights alone are {WEIGHTS_GIB['fp8']} GiB); use the llama.cpp route below or more GPUs."
+        f"(FP8 weights alone are {WEIGHTS_GIB['fp8']} GiB); use the llama.cpp route below (serve-local) or more GPUs."
     )
 
 
@@ -120,6 +120,7 @@ def _command(model: str, context: int, tp: int, dp: int, seqs: int, mtp: bool) -
 
 
 LLAMA_CPP_ROUTE = """\
-# Macs and CPUs: llama.cpp with a GGUF quantization (Q4_K_M is about 17 GB), OpenAI-compatible on :8000
-llama-server -m Qwen3.6-27B-Q4_K_M.gguf --jinja -c 65536 --port 8000
-# qwen-lsp talks to it the same way; tool calls and reasoning depend on the GGUF's chat template."""
+# No GPU, a Mac, or one 24-32 GiB GPU: llama.cpp with a GGUF quantization of Qwen3.6-27B
+# downloaded from Hugging Face (Q4_K_M is about 17 GB), served OpenAI-compatible on :8000.
+# Needs llama-cpp-python: pipx inject qwen-lsp 'llama-cpp-python[server]' (GPU: CMAKE_ARGS=-DGGML_CUDA=on first).
+qwen-lsp serve-local --model Qwen3.6-27B-Q4_K_M.gguf --port 8000"""

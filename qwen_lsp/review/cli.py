@@ -12,10 +12,12 @@ import argparse
 import asyncio
 import hashlib
 import json
+import os
 import shlex
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import quote
@@ -35,6 +37,8 @@ HOOK_MARKER = "written by `qwen-review --install`"
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 DEFAULT_TIMEOUT, DEFAULT_THINK_TIMEOUT = 180.0, 600.0
+NOTHING_STAGED_HINT = (" (`pre-commit run --all-files` stages nothing: review commits with --from REF, "
+                       "or pre-commit's --from-ref/--to-ref)")
 
 
 class GitError(Exception):
@@ -58,25 +62,44 @@ def repo_root(cwd: Path) -> Path:
     return Path(git(cwd, "rev-parse", "--show-toplevel").strip())
 
 
+DIFF_OPTIONS = ("--no-color", "--no-ext-diff", "--no-textconv", "--src-prefix=a/", "--dst-prefix=b/", "--unified=3")
+
+
 def staged_diff(root: Path) -> str:
     """The whole staged change, in a form the parser can rely on whatever the user's git config says."""
-    return git(
-        root, "-c", "core.quotepath=off", "diff", "--cached", "--no-color", "--no-ext-diff", "--no-textconv",
-        "--src-prefix=a/", "--dst-prefix=b/", "--unified=3",
-    )
+    return git(root, "-c", "core.quotepath=off", "diff", "--cached", *DIFF_OPTIONS)
+
+
+def range_diff(root: Path, from_ref: str, to_ref: str) -> str:
+    """What `to_ref` changes since it forked from `from_ref` (`git diff FROM...TO`, as pre-commit's
+    --from-ref/--to-ref and a pull request mean it)."""
+    return git(root, "-c", "core.quotepath=off", "diff", *DIFF_OPTIONS, f"{from_ref}...{to_ref}", "--")
+
+
+def review_range(args: argparse.Namespace, environ: Mapping[str, str]) -> tuple[str, str] | None:
+    """(FROM, TO) from --from/--to, else from pre-commit's PRE_COMMIT_FROM_REF/TO_REF; None: the staged change."""
+    if args.from_ref:
+        return args.from_ref, args.to_ref or "HEAD"
+    if args.to_ref:
+        raise GitError("--to needs --from")
+    if environ.get("PRE_COMMIT_FROM_REF") and environ.get("PRE_COMMIT_TO_REF"):
+        return environ["PRE_COMMIT_FROM_REF"], environ["PRE_COMMIT_TO_REF"]
+    return None
 
 
 class IndexReader:
-    """Staged file contents (`git show :path`): what will be committed, not the work tree."""
+    """The new file contents: staged (`git show :path`, what will be committed, not the work tree),
+    or at a commit (`git show REV:path`) when reviewing a range."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, rev: str = "") -> None:
         self.root = root
+        self.rev = rev
         self._texts: dict[str, str | None] = {}
 
     def __call__(self, relpath: str) -> str | None:
         if relpath not in self._texts:
             try:
-                self._texts[relpath] = git(self.root, "show", f":{relpath}")
+                self._texts[relpath] = git(self.root, "show", f"{self.rev}:{relpath}")
             except GitError:
                 self._texts[relpath] = None
         return self._texts[relpath]
@@ -314,11 +337,17 @@ def install_hook(root: Path, args: list[str], *, force: bool = False) -> Path:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog=TOOL,
-        description="Review the staged change (git diff --cached) with Qwen3.6 on vLLM.",
+        description="Review the staged change (git diff --cached), or a range of commits (--from/--to), "
+        "with Qwen3.6 on vLLM.",
         epilog="Exit codes: 0 pass (or review unavailable, with a warning), 1 blocking findings, "
         "2 usage or git error, 3 review unavailable with --on-unavailable block.",
     )
+    parser.add_argument("--version", action="version", version=f"{TOOL} {__version__}")
     parser.add_argument("--think", action="store_true", help="deep review: the model thinks first (slower)")
+    parser.add_argument("--from", dest="from_ref", metavar="REF",
+                        help="review what --to changes since REF (git diff REF...TO) instead of the staged change; "
+                        "pre-commit's --from-ref/--to-ref set this through PRE_COMMIT_FROM_REF/TO_REF")
+    parser.add_argument("--to", dest="to_ref", metavar="REF", help="the end of the range (default HEAD)")
     parser.add_argument("--format", choices=("text", "json", "rdjsonl", "sarif"), default="text")
     parser.add_argument("--output", "-o", type=Path, help="write the report here instead of stdout")
     parser.add_argument("--fail-on", choices=("error", "warning", "never"), default="error")
@@ -394,29 +423,32 @@ def main(argv: list[str] | None = None) -> int:
             hook = install_hook(root, hook_args(args), force=args.force)
             print(f"{TOOL}: installed {hook}")
             return EXIT_OK
-        diff = staged_diff(root)
+        refs = review_range(args, os.environ)
+        diff = range_diff(root, *refs) if refs else staged_diff(root)
     except (GitError, FileExistsError) as exc:
         print(f"{TOOL}: {exc}", file=sys.stderr)
         return EXIT_USAGE
 
-    reader = IndexReader(root)
+    what = f"the change {refs[0]}...{refs[1]}" if refs else "the staged change"
+    reader = IndexReader(root, refs[1] if refs else "")
     if not diff.strip():
-        result = ReviewResult(findings=[])
-        print(f"{TOOL}: nothing staged to review.", file=sys.stderr)
-    else:
-        deadline = args.timeout or (DEFAULT_THINK_TIMEOUT if args.think else DEFAULT_TIMEOUT)
-        try:
-            settings = hook_settings(root, args, deadline)
-        except ValidationError as exc:
-            print(f"{TOOL}: invalid settings: {describe_invalid(exc)}", file=sys.stderr)
-            return EXIT_USAGE
-        try:
-            files = [f for f in parse_diff(diff) if f.reviewable]
-        except DiffError:
-            files = []  # review_diff reports it
-        mode = "thinking" if args.think else "non-thinking"
-        print(f"{TOOL}: reviewing {len(files)} staged file(s) with {settings.base_url} ({mode})...", file=sys.stderr)
-        result = asyncio.run(run_review(diff, root, settings, args, deadline))
+        print(f"{TOOL}: nothing to review: {what} is empty." + ("" if refs else NOTHING_STAGED_HINT), file=sys.stderr)
+        if args.format != "text":  # an empty, valid report for the tools that read it
+            write(report(ReviewResult(findings=[]), reader, root, args), args.output, sys.stdout)
+        return EXIT_OK
+    deadline = args.timeout or (DEFAULT_THINK_TIMEOUT if args.think else DEFAULT_TIMEOUT)
+    try:
+        settings = hook_settings(root, args, deadline)
+    except ValidationError as exc:
+        print(f"{TOOL}: invalid settings: {describe_invalid(exc)}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        files = [f for f in parse_diff(diff) if f.reviewable]
+    except DiffError:
+        files = []  # review_diff reports it
+    mode = "thinking" if args.think else "non-thinking"
+    print(f"{TOOL}: reviewing {len(files)} file(s) of {what} with {settings.base_url} ({mode})...", file=sys.stderr)
+    result = asyncio.run(run_review(diff, root, settings, args, deadline))
 
     write(report(result, reader, root, args), args.output, sys.stdout)
     if not result.reviewed:

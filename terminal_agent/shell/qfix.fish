@@ -33,6 +33,10 @@ function qfix --description 'fix the last failed command with Qwen'
     set -lx QFIX_SHELL fish
     set -lx QFIX_SHELL_PID $fish_pid
     set -lx QFIX_BUFFER_FILE $buffer
+    if not command -q @QFIX_BIN@  # the qfix that printed this script may since have been uninstalled
+        echo "qfix: @QFIX_BIN@ is gone; reinstall qwen-lsp (README: pipx install)" >&2
+        return 127
+    end
     @QFIX@ $argv
     set -l rc $status
     if test -s $buffer

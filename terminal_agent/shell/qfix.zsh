@@ -4,7 +4,10 @@
 # command into your next prompt's buffer to edit and run; it never runs it.
 
 typeset -g __qfix_sessions=@SESSIONS@
-__qfix_exec() { @QFIX@ "$@" }
+__qfix_exec() {  # the qfix that printed this script; it may since have been uninstalled
+    command -v @QFIX_BIN@ >/dev/null 2>&1 || { echo "qfix: @QFIX_BIN@ is gone; reinstall qwen-lsp (README: pipx install)" >&2; return 127 }
+    @QFIX@ "$@"
+}
 command mkdir -p -- "$__qfix_sessions" 2>/dev/null
 command rm -f -- "$__qfix_sessions/$$.json"  # a dead shell with our pid may have left one
 

@@ -67,3 +67,33 @@ def test_tcp_serves_lsp_on_localhost(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def _stopped_by_one_ctrl_c(args: list[str], ready: str) -> str:
+    """`qwen-lsp ARGS` started by hand in a terminal: its banner, then one Ctrl-C once it serves."""
+    import pexpect
+
+    child = pexpect.spawn(SERVER[0], [*SERVER[1:], "--log-level", "INFO", *args], encoding="utf-8", timeout=60)
+    child.expect("qwen-lsp .*: the Qwen language server")
+    child.expect(ready)
+    child.sendintr()
+    child.expect(pexpect.EOF, timeout=20)  # the first Ctrl-C is enough
+    child.close()
+    assert child.exitstatus == 130 and child.signalstatus is None
+    return child.before
+
+
+def test_stdio_by_hand_says_what_it_is_and_stops_on_the_first_ctrl_c():
+    out = _stopped_by_one_ctrl_c([], "Starting async IO server")
+    assert "qwen-lsp: stopped" in out and "Traceback" not in out and "Fatal Python error" not in out
+
+
+def test_tcp_by_hand_says_where_it_listens_and_stops_on_the_first_ctrl_c():
+    port = free_port()
+    out = _stopped_by_one_ctrl_c(["--tcp", "--port", str(port)], "Starting TCP server|Serving")
+    assert "qwen-lsp: stopped" in out and "Traceback" not in out
+
+
+def test_an_editor_on_stdio_gets_no_banner():
+    run = subprocess.run([*SERVER], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    assert "the Qwen language server" not in run.stderr

@@ -90,7 +90,8 @@ def test_json_report_has_plan_diffs_verification_and_model_usage(repo, qfix_env,
     assert first["outcome"] == "fixed" and first["applied"] and first["exit_status"] == 0
     assert first["plan"]["steps"] == ["use name in greet"]
     assert [d["path"] for d in first["diffs"]] == ["script.py"] and "+ name" in first["diffs"][0]["diff"]
-    assert first["verification"] == {"command": "python script.py", "exit_code": 0, "passed": True}
+    assert first["verification"] == {"command": "python script.py", "exit_code": 0, "passed": True,
+                                     "in_temporary_copy": False}  # the real re-run, after the write
     assert first["model"]["thinking_calls"] == 1 and first["model"]["non_thinking_calls"] == 3
     assert first["model"]["prompt_tokens"] > 0 and not first["model"]["cache_hit"]
 
@@ -107,7 +108,8 @@ def test_json_without_yes_is_a_dry_run(repo, qfix_env, vllm):
                           capture_output=True, text=True, timeout=90, stdin=subprocess.DEVNULL)
     report = json.loads(proc.stdout)  # stdout is only the JSON; the command's output went to stderr
     assert "NameError" in proc.stderr
-    assert proc.returncode == 0 and not report["applied"] and report["verification"] is None
+    assert proc.returncode == 0 and not report["applied"] and report["outcome"] == "proposed"
+    assert report["verification"]["in_temporary_copy"]  # only the engine's check ran, nothing was written
     assert (repo / "script.py").read_text() == BUGGY
 
 

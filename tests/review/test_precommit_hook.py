@@ -131,3 +131,31 @@ def test_manual_stage_writes_valid_sarif(project: tuple[GitRepo, dict[str, str]]
     validate_sarif(log)
     (result,) = log["runs"][0]["results"]
     assert result["locations"][0]["physicalLocation"]["region"]["startLine"] == BUG_LINE
+
+
+def test_from_ref_to_ref_reviews_the_committed_range(project: tuple[GitRepo, dict[str, str]], vllm: VLLMDouble) -> None:
+    """`pre-commit run --from-ref A --to-ref B` (what CI and pre-push use): the commits, not the index."""
+    repo, env = project
+    repo.git("commit", "-q", "--no-verify", "-m", "Tweak mean")
+    vllm.script(findings_reply(bug_finding()))
+    proc = subprocess.run(
+        [sys.executable, "-m", "pre_commit", "run", "qwen-review", "--from-ref", "HEAD~1", "--to-ref", "HEAD"],
+        cwd=repo.root, env={**env, "QWEN_LSP_BASE_URL": vllm.base_url}, capture_output=True, text=True,
+    )
+    output = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "Failed" in output, output
+    assert "of the change HEAD~1...HEAD" in output
+    assert f"{BUG_LINE:>5} |     for v in values[1:]:" in output
+    (request,) = vllm.chat_requests()
+    assert "for v in values[1:]:" in request["messages"][1]["content"]
+
+
+def test_all_files_with_nothing_staged_says_nothing_to_review(project: tuple[GitRepo, dict[str, str]], vllm: VLLMDouble) -> None:
+    repo, env = project
+    repo.git("commit", "-q", "--no-verify", "-m", "Tweak mean")
+    proc = subprocess.run([sys.executable, "-m", "pre_commit", "run", "qwen-review", "--all-files"],
+                          cwd=repo.root, env={**env, "QWEN_LSP_BASE_URL": vllm.base_url}, capture_output=True, text=True)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, output
+    assert "nothing to review: the staged change is empty" in output and "--from-ref" in output
+    assert "no findings" not in output and vllm.chat_requests() == []

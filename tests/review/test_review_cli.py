@@ -142,8 +142,47 @@ def test_nothing_staged(tmp_path: Path, isolated_git: dict[str, str], review_env
                         capsys: pytest.CaptureFixture[str]) -> None:
     repo = GitRepo(tmp_path / "repo")
     assert run(repo) == cli.EXIT_OK
-    assert "nothing staged" in capsys.readouterr().err
+    captured = capsys.readouterr()
+    assert "nothing to review: the staged change is empty" in captured.err and "--from" in captured.err
+    assert "no findings" not in captured.out + captured.err  # not a review that passed
     assert review_env.chat_requests() == []
+
+
+def test_a_range_reviews_the_commits_with_their_code(calc_repo: GitRepo, review_env: VLLMDouble,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    calc_repo.git("commit", "-q", "-m", "Tweak mean")  # the bug is committed, nothing is staged
+    calc_repo.write("calc.py", "print('unstaged work in progress')\n")
+    review_env.script(findings_reply(bug_finding()))
+    assert run(calc_repo, "--from", "HEAD~1", "--to", "HEAD") == cli.EXIT_FINDINGS
+    captured = capsys.readouterr()
+    assert "of the change HEAD~1...HEAD" in captured.err
+    assert f"    {BUG_LINE:>5} |     for v in values[1:]:" in captured.out  # the line as committed
+    prompt = review_env.chat_requests()[0]["messages"][1]["content"]
+    assert "for v in values[1:]:" in prompt and "unstaged" not in prompt
+
+
+def test_pre_commits_refs_select_the_range(calc_repo: GitRepo, review_env: VLLMDouble,
+                                           monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    calc_repo.git("commit", "-q", "-m", "Tweak mean")
+    monkeypatch.setenv("PRE_COMMIT_FROM_REF", "HEAD~1")
+    monkeypatch.setenv("PRE_COMMIT_TO_REF", "HEAD")
+    review_env.script(findings_reply(bug_finding()))
+    assert run(calc_repo) == cli.EXIT_FINDINGS
+    assert "HEAD~1...HEAD" in capsys.readouterr().err
+
+
+def test_an_empty_range_is_nothing_to_review(calc_repo: GitRepo, review_env: VLLMDouble,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(calc_repo, "--from", "HEAD", "--format", "sarif") == cli.EXIT_OK
+    captured = capsys.readouterr()
+    assert "nothing to review: the change HEAD...HEAD is empty" in captured.err
+    validate_sarif(json.loads(captured.out))  # an empty report, still valid for code scanning
+    assert review_env.chat_requests() == []
+
+
+def test_to_without_from_is_a_usage_error(calc_repo: GitRepo, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(calc_repo, "--to", "HEAD") == cli.EXIT_USAGE
+    assert "--to needs --from" in capsys.readouterr().err
 
 
 def test_outside_a_repository(tmp_path: Path, isolated_git: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
