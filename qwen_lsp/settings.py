@@ -7,7 +7,7 @@ Explicit overrides are what the editor sends (LSP initializationOptions,
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from platformdirs import user_cache_dir
 from pydantic import BaseModel, Field
@@ -73,6 +73,9 @@ class Settings(BaseSettings):
     max_total_tokens: int = 400_000
     verify_timeout: float = 120.0
     run_model_verify_commands: bool = True  # only allow-listed test runners, in a temp copy
+    # How the loop spends thinking, for comparisons (bench/fixes): "default" is one thinking plan
+    # (cached) then non-thinking patch rounds; the others exist to measure what that saves.
+    strategy: Literal["default", "think_every_round", "no_thinking", "no_plan", "prefix_unstable"] = "default"
 
     budgets: Budgets = Field(default_factory=Budgets)
 
