@@ -10,6 +10,7 @@ the second pass shows whether the plan was reused.
 from __future__ import annotations
 
 import time
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
@@ -125,10 +126,11 @@ async def run_case(case: Case, strategy: str, scratch: Path, settings: dict[str,
 async def run_benchmark(
     cases: list[Case], strategies: list[str], scratch: Path, settings: dict[str, Any], *,
     before_case: Callable[[Case], None] = lambda _case: None, echo: Callable[[CaseRun], None] = lambda _run: None,
-    second_pass: bool = True,
+    before_strategy: Callable[[str], None] = lambda _strategy: None, second_pass: bool = True,
 ) -> list[CaseRun]:
     runs = []
     for strategy in strategies:
+        before_strategy(strategy)  # e.g. empty the server's prefix cache, so no strategy inherits another's
         for case in cases:
             before_case(case)
             run = await run_case(case, strategy, scratch, settings, second_pass=second_pass)
@@ -151,6 +153,17 @@ def self_check(case: Case, scratch: Path) -> tuple[Status, str]:
     fake = FixResult(task=Task.for_command(case.command, 1, "", case.cwd), outcome="fixed")
     status, why = judge(case, ws, fake, applied=True)
     return (status, why) if status == "solved" else ("broken", "reference fix: " + why)
+
+
+def reset_prefix_cache(base_url: str) -> bool:
+    """Ask vLLM to drop its prefix cache (POST /reset_prefix_cache, served with VLLM_SERVER_DEV_MODE=1).
+    False when the server does not offer it: later strategies may then reuse earlier ones' prefixes."""
+    root = base_url.rstrip("/").removesuffix("/v1")
+    try:
+        with urllib.request.urlopen(urllib.request.Request(f"{root}/reset_prefix_cache", method="POST"), timeout=30) as r:
+            return 200 <= r.status < 300
+    except OSError:  # URLError, HTTPError (404 without dev mode), timeouts
+        return False
 
 
 def _read(path: Path) -> bytes | None:

@@ -31,6 +31,7 @@ class Report(BaseModel):
     base_url: str
     model: str | None = None
     double: bool = False  # scripted test double: the figures say nothing about quality or cost
+    prefix_cache_reset: bool = False  # emptied before each strategy, so none inherits another's cached prefixes
     runs: list[CaseRun]
     totals: dict[str, Totals]  # by strategy
 
@@ -100,6 +101,9 @@ def render(report: Report) -> str:
                      f"{t.second_pass_thinking_calls} think"))
         parts.append(f"strategy: {strategy}\n{_grid(rows)}")
     parts.append("summary (first pass; 2nd pass = the same case again with the same plan cache)\n" + summary(report))
+    if not report.prefix_cache_reset and len(report.totals) > 1:
+        parts.append("NOTE: the server's prefix cache could not be emptied between strategies (vLLM offers "
+                     "POST /reset_prefix_cache with VLLM_SERVER_DEV_MODE=1): later strategies may reuse earlier prefixes.")
     if report.double:
         parts.append("NOTE: answers scripted by the vLLM test double, replaying each case's known fix. These figures "
                      "test the harness; they are not evidence of fix quality or cost.")
