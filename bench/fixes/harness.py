@@ -90,6 +90,9 @@ async def run_pass(case: Case, ws: Path, settings_overrides: dict[str, Any]) -> 
         result = await engine.fix(task, ws)
     except ModelServerError as exc:
         return Pass(status="error", note=" ".join(str(exc).split())[:200], wall_seconds=time.monotonic() - started)
+    except Exception as exc:  # noqa: BLE001 - an engine bug is one case's result, not the end of the run
+        return Pass(status="error", note=f"engine raised {type(exc).__name__}: {exc}"[:200],
+                    wall_seconds=time.monotonic() - started)
     finally:
         await engine.client.close()
     applied, note = False, ""
