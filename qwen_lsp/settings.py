@@ -11,7 +11,7 @@ import logging
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from platformdirs import user_cache_dir
 from pydantic import BaseModel, Field, ValidationError, field_validator
@@ -100,6 +100,9 @@ class Settings(BaseSettings):
     verify_timeout: float = 120.0
     verify: bool = True  # run the verify command (always sandboxed; no sandbox, no run); false: parse checks only
     run_model_verify_commands: bool = True  # only allow-listed test runners, in a temp copy
+    # How the loop spends thinking, for comparisons (bench/fixes): "default" is one thinking plan
+    # (cached) then non-thinking patch rounds; the others exist to measure what that saves.
+    strategy: Literal["default", "think_every_round", "no_thinking", "no_plan", "prefix_unstable"] = "default"
 
     budgets: Budgets = Field(default_factory=Budgets)
     limits: Limits = Field(default_factory=Limits)

@@ -107,6 +107,7 @@ class Accounting(BaseModel):
     cached_tokens: int = 0
     wall_seconds: float = 0.0
     plan_from_cache: bool = False
+    rounds: int = 0  # patch rounds run
 
 
 Outcome = Literal["fixed", "changed_unverified", "no_change", "failed", "cancelled", "explained"]

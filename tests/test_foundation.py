@@ -137,6 +137,16 @@ def test_fingerprint_ignores_timings_and_temp_paths_but_not_files():
     assert normalize_output("at 0x7f00ab  done") == "at 0x? done"
 
 
+def test_fingerprint_ignores_thread_ids_goroutine_numbers_and_log_timestamps():
+    # Found by bench/fixes: the same failure run twice missed the plan cache.
+    pairs = [("thread 'tests::sum' (1818) panicked at src/lib.rs:5:9:", "thread 'tests::sum' (1903) panicked at src/lib.rs:5:9:"),
+             ("goroutine 20 [running]:", "goroutine 18 [running]:"),
+             ("log in: /root/.npm/_logs/2026-12-03T08_33_07_752Z-debug-0.log", "log in: /root/.npm/_logs/2026-12-03T08_33_09_109Z-debug-0.log")]
+    for a, b in pairs:
+        assert normalize_output(a) == normalize_output(b)
+    assert normalize_output("panicked at src/lib.rs:5:9") != normalize_output("panicked at src/lib.rs:6:9")
+
+
 def test_cache_survives_restart(tmp_path):
     cache = StateCache(tmp_path / "c")
     cache.put_state("k", _state("one"))

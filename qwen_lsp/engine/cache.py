@@ -29,6 +29,9 @@ _VOLATILE = [
     (re.compile(r"0x[0-9a-fA-F]+"), "0x?"),  # addresses
     (re.compile(r"\b\d+(\.\d+)?\s*(s|ms|sec|seconds)\b"), "<t>"),  # durations
     (re.compile(r"/tmp/[^\s:'\"]+"), "/tmp/?"),  # temp paths
+    (re.compile(r"\d{4}-\d\d-\d\d[T _]\d\d[:_]\d\d[:_]\d\d([._]\d+)?Z?"), "<date>"),  # log names, timestamps
+    (re.compile(r"(thread '[^']*') \(\d+\)"), r"\1"),  # newer Rust prints the thread id in panics
+    (re.compile(r"\bgoroutine \d+\b"), "goroutine ?"),  # Go panics
     (re.compile(r"[ \t]+"), " "),
 ]
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import re
 import time
 import uuid
 from collections.abc import Callable, Iterable
@@ -64,6 +65,9 @@ replacement lines
 and nothing else. Write no blocks when no change is needed."""
 
 REPLAN_REQUEST = "The same check failed twice in a row. Step back and re-plan. " + PLAN_REQUEST
+
+NO_PLAN_PATCH_REQUEST = """Fix the problem above with the tools: read what you need, edit with edit_file \
+(old_string copied exactly from the file), suggest shell commands if the fix needs one, then call finish."""
 
 NUDGE = "Use the tools to make the change, or call finish if nothing needs changing."
 
@@ -145,6 +149,8 @@ class _Run:
         self.messages = list(built.messages)
         if self.task.kind == TaskKind.explain:
             return await self._explain()
+        if self.settings.strategy == "no_plan":  # patch rounds only: no plan, nothing cached
+            return self._result(*await self._patch_loop())
 
         self.messages.append({"role": "user", "content": PLAN_REQUEST})
         cached = self.engine.cache.get_state(key)
@@ -178,24 +184,25 @@ class _Run:
         """
         schema = Plan.model_json_schema()
         try:
-            reply = await self._call(thinking=True, json_schema=schema)
+            reply = await self._call(thinking=self.settings.strategy != "no_thinking", json_schema=schema)
         except ReasoningExhausted:
             self.progress("planning without thinking (reasoning ran out of tokens)")
             reply = await self._call(thinking=False, json_schema=schema)
         return parse_plan(reply.content), reply.assistant_message()
 
     async def _patch_loop(self) -> tuple[Validation, str]:
-        self.messages.append({"role": "user", "content": PATCH_REQUEST if self.tools else TEXT_PATCH_REQUEST})
+        self.messages.append({"role": "user", "content": self._patch_request()})
         seen_failures: set[str] = set()
-        replanned = False
+        replanned = self.settings.strategy == "no_plan"  # never plan in the middle either
         idle_rounds = 0
         validation = Validation()
         for round_no in range(1, self.settings.max_rounds + 1):
             if self._spent() >= self.settings.max_total_tokens:
                 return validation, f"stopped: token budget of {self.settings.max_total_tokens} used"
             self.progress(f"patch round {round_no}")
+            self.accounting.rounds = round_no
             try:
-                reply = await self._call(thinking=False)
+                reply = await self._call(thinking=self.settings.strategy == "think_every_round")
             except ToolsUnsupported:
                 self._switch_to_text_mode()
                 continue
@@ -308,7 +315,7 @@ class _Run:
     async def _call(self, *, thinking: bool, json_schema: dict[str, Any] | None = None) -> Completion:
         tool_choice = "none" if json_schema is not None else None  # plan call: same tools, no calls
         reply = await self.engine.client.complete(
-            self.messages,
+            self._request_messages(),
             thinking=thinking,
             max_tokens=self.settings.plan_max_tokens if thinking else self.settings.patch_max_tokens,
             tools=self.tools or None,
@@ -326,6 +333,19 @@ class _Run:
         a.completion_tokens += reply.completion_tokens
         a.cached_tokens += reply.cached_tokens
         return reply
+
+    def _patch_request(self) -> str:
+        if not self.tools:
+            return TEXT_PATCH_REQUEST
+        return NO_PLAN_PATCH_REQUEST if self.settings.strategy == "no_plan" else PATCH_REQUEST
+
+    def _request_messages(self) -> list[dict[str, Any]]:
+        """The conversation as sent. `prefix_unstable` rotates the context sections on every call,
+        only to measure what the byte-stable prefix saves; the transcript itself stays as built."""
+        if self.settings.strategy != "prefix_unstable" or len(self.messages) < 2:
+            return self.messages
+        calls = self.accounting.thinking_calls + self.accounting.non_thinking_calls
+        return [self.messages[0], _rotated_sections(self.messages[1], calls), *self.messages[2:]]
 
     def _switch_to_text_mode(self) -> None:
         self.engine.tools_supported = False
@@ -445,6 +465,16 @@ def _validation_report(validation: Validation) -> str:
     if validation.not_verified and validation.ok:
         lines.append(f"(not verified by a command: {validation.not_verified})")
     return "\n".join([verdict, *lines])
+
+
+_SECTION_START = re.compile(r"\n\n(?=(?:" + "|".join(map(re.escape, prompt.HEADINGS.values())) + r")\n\n)")
+
+
+def _rotated_sections(message: dict[str, Any], shift: int) -> dict[str, Any]:
+    """The context message with its sections (repo map, git, files, task) rotated by `shift`."""
+    sections = _SECTION_START.split(message["content"])
+    k = shift % len(sections)
+    return {**message, "content": "\n\n".join(sections[k:] + sections[:k])}
 
 
 def _failure_fingerprint(validation: Validation) -> str:

@@ -1,0 +1,3 @@
+module example.com/label
+
+go 1.19

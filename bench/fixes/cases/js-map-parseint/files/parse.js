@@ -1,0 +1,4 @@
+function toNumbers(csv) {
+  return csv.split(",").map(parseInt);
+}
+module.exports = { toNumbers };

@@ -1,0 +1,4 @@
+function last(items) {
+  return items[items.length];
+}
+module.exports = { last };

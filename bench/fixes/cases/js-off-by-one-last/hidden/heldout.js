@@ -1,0 +1,4 @@
+const assert = require("node:assert");
+const { last } = require("./list");
+assert.strictEqual(last(["a"]), "a");
+assert.strictEqual(last([]), undefined);

@@ -1,0 +1,2 @@
+def summary(name, count):
+    return name + ": " + count + " items"

@@ -1,0 +1,3 @@
+def stem(filename):
+    """'notes.txt' -> 'notes'."""
+    return filename.strip(".txt")

@@ -1,0 +1,7 @@
+import unittest
+from stats import median
+
+
+class MedianTest(unittest.TestCase):
+    def test_odd(self):
+        self.assertEqual(median([3, 1, 2]), 2)

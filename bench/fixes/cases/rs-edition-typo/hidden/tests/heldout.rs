@@ -1,0 +1,6 @@
+use edition::doubled;
+
+#[test]
+fn empty() {
+    assert!(doubled(&[]).is_empty());
+}

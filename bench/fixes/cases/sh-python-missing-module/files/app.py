@@ -1,0 +1,3 @@
+import tomli_w
+
+print(tomli_w.dumps({'name': 'demo'}))

@@ -1,0 +1,3 @@
+export function isAdmin(roles: string[]): boolean {
+  return roles.includes("admin");
+}
