@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import os
 import shlex
-import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from pathlib import Path
 from qwen_lsp.apply import StaleFile, apply_changes
 from qwen_lsp.llm.client import ModelServerError
 from qwen_lsp.engine.loop import Engine
+from qwen_lsp.gitio import GitError, repo_root
 from qwen_lsp.types import FileChange, FixResult, Risk, Task
 from qwen_lsp.wire import TerminalOutput
 from qwen_lsp.engine.risk import classify
@@ -270,9 +270,6 @@ def notify_editor(failure: Failure, settings: Settings, exit_code: int | None = 
 def find_workspace(cwd: Path) -> Path:
     """The git top-level of `cwd`, else `cwd` itself."""
     try:
-        top = subprocess.run(
-            ["git", "rev-parse", "--show-toplevel"], cwd=cwd, capture_output=True, text=True, timeout=10
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        top = ""
-    return Path(top) if top else cwd
+        return repo_root(cwd)
+    except GitError:
+        return cwd

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pathspec
 
-from qwen_lsp.context.treesitter import CONTAINER_KINDS, Definition, definitions, language_for, parse, references
+from qwen_lsp.context.treesitter import CONTAINER_KINDS, Definition, definitions, has_definitions, language_for, parse, references
 from qwen_lsp.llm.tokens import count_tokens
 
 MAX_FILE_BYTES = 512_000  # bigger source files are generated or vendored
@@ -84,7 +84,8 @@ def list_files(workspace: Path, *, max_files: int = MAX_FILES) -> list[str]:
 
         dirnames[:] = sorted(d for d in dirnames if d not in ALWAYS_SKIP and not ignored(join(d), True))
         for name in sorted(filenames):
-            if language_for(name) is None:
+            lang = language_for(name)
+            if lang is None or not has_definitions(lang):
                 continue
             rel = join(name)
             if not ignored(rel, False):

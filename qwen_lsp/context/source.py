@@ -12,6 +12,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from qwen_lsp.context.treesitter import CONTAINER_KINDS, Definition, definitions, identifiers, imports, language_for, parse
+from qwen_lsp.files import BINARY_SNIFF_BYTES, read_text
 
 MAX_FILE_BYTES = 2_000_000  # bigger files are generated or data; never put them in a prompt
 
@@ -39,10 +40,6 @@ class SourceContext(BaseModel):
     related: list[Snippet] = Field(default_factory=list)
 
 
-def is_binary(data: bytes) -> bool:
-    return b"\x00" in data[:8192]
-
-
 def read_source(workspace: Path, relpath: str, read_file: ReadFile | None = None) -> str | None:
     """Text of a workspace file: the editor's buffer when it has one, else disk.
 
@@ -53,17 +50,8 @@ def read_source(workspace: Path, relpath: str, read_file: ReadFile | None = None
         except Exception:
             text = None
         if text is not None:
-            return text if "\x00" not in text[:8192] else None
-    path = workspace / relpath
-    try:
-        if not path.is_file() or path.stat().st_size > MAX_FILE_BYTES:
-            return None
-        data = path.read_bytes()
-    except OSError:
-        return None
-    if is_binary(data):
-        return None
-    return data.decode("utf-8", errors="replace")
+            return text if "\x00" not in text[:BINARY_SNIFF_BYTES] else None
+    return read_text(workspace / relpath, max_bytes=MAX_FILE_BYTES)
 
 
 def outline(defs: Iterable[Definition]) -> str:

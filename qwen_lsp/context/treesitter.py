@@ -21,6 +21,9 @@ EXTENSIONS: dict[str, str] = {
     ".c": "c", ".h": "c",
     ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".hpp": "cpp", ".hh": "cpp", ".hxx": "cpp", ".ipp": "cpp",
     ".rb": "ruby", ".rake": "ruby", ".lua": "lua", ".kt": "kotlin", ".kts": "kotlin",
+    # Grammars without definition queries: the engine's parse check uses them, the repo map skips them.
+    ".cs": "csharp", ".php": "php", ".swift": "swift", ".sh": "bash", ".bash": "bash",
+    ".json": "json", ".toml": "toml", ".yaml": "yaml", ".yml": "yaml",
 }
 
 # Definitions: @name is the defined identifier, the other capture names the kind.
@@ -243,6 +246,11 @@ def parser_for(lang: str) -> Parser | None:
         return get_parser(lang)  # type: ignore[arg-type]
     except Exception:  # grammar missing or not loadable: callers fall back to a line window
         return None
+
+
+def has_definitions(lang: str) -> bool:
+    """Whether definitions (and so a repo-map entry or an outline) can be read from `lang`."""
+    return bool(_patterns_for(lang))
 
 
 def _patterns_for(lang: str) -> list[str]:

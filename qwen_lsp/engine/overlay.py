@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from qwen_lsp.engine.edits import unified_diff
+from qwen_lsp.files import read_text
 from qwen_lsp.types import FileChange
 
 BufferReader = Callable[[str], "str | None"]
@@ -35,7 +36,11 @@ class Overlay:
     def relpath(self, path: str) -> str:
         """Workspace-relative POSIX path; refuses anything that escapes the workspace."""
         candidate = Path(path)
-        full = (candidate if candidate.is_absolute() else self.root / candidate).resolve()
+        joined = candidate if candidate.is_absolute() else self.root / candidate
+        try:
+            full = joined.resolve()
+        except RuntimeError:  # a symlink loop (Python < 3.13): it leads nowhere, so judge the path as written
+            full = Path(os.path.normpath(joined))
         if full != self.root and self.root not in full.parents:
             raise PathOutsideWorkspace(f"{path} is outside the workspace {self.root}")
         return full.relative_to(self.root).as_posix()
@@ -48,7 +53,7 @@ class Overlay:
             return self.originals[rel]
         text = self._read_buffer(rel) if self._read_buffer else None
         if text is None:
-            text = _read_disk(self.root / rel)
+            text = read_text(self.root / rel)
         self.originals.setdefault(rel, text)
         return text
 
@@ -93,13 +98,3 @@ class Overlay:
                 out.append((Path(dirpath) / name).relative_to(self.root).as_posix())
         out.extend(rel for rel in self._written if rel not in out)
         return sorted(out)
-
-
-def _read_disk(path: Path) -> str | None:
-    try:
-        data = path.read_bytes()
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-        return None
-    if b"\0" in data[:8192]:
-        return None  # binary: not something to edit as text
-    return data.decode("utf-8", errors="surrogateescape")

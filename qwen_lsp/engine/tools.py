@@ -70,11 +70,13 @@ class ToolBox:
             return f"Error: wrong arguments for {name}: {exc}"
         except PathOutsideWorkspace as exc:
             return f"Error: {exc}. Only files inside the workspace can be read or changed."
+        except OSError as exc:  # the file system said no (the reader already skips unreadable files)
+            return f"Error: {name} failed: {exc}"
 
     def _read_file(self, path: str, start_line: int | None = None, end_line: int | None = None) -> str:
         text = self.overlay.read(path)
         if text is None:
-            return f"Error: {path} does not exist (or is binary)."
+            return f"Error: {path} does not exist or cannot be read as UTF-8 text."
         lines = text.splitlines()
         start = max(1, start_line or 1)
         end = min(len(lines), end_line or start + READ_LIMIT - 1, start + READ_LIMIT - 1)

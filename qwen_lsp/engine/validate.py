@@ -7,40 +7,18 @@ import asyncio
 import os
 import signal
 import tempfile
-from functools import lru_cache
 from pathlib import Path
 
-from tree_sitter import Parser
-from tree_sitter_language_pack import get_parser
-
+from qwen_lsp.context.treesitter import language_for, parser_for
 from qwen_lsp.types import CheckOutcome, FileChange
 from qwen_lsp.engine.overlay import Overlay
 
-LANGUAGE_BY_SUFFIX = {
-    ".py": "python", ".pyi": "python", ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript",
-    ".jsx": "javascript", ".ts": "typescript", ".tsx": "tsx", ".rs": "rust", ".go": "go", ".java": "java",
-    ".kt": "kotlin", ".c": "c", ".h": "c", ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".hpp": "cpp",
-    ".rb": "ruby", ".lua": "lua", ".sh": "bash", ".bash": "bash", ".json": "json", ".toml": "toml",
-    ".yaml": "yaml", ".yml": "yaml", ".cs": "csharp", ".php": "php", ".swift": "swift",
-}
 OUTPUT_TAIL = 4000  # characters of a failing command's output the model gets back
-
-
-def language_for(path: str) -> str | None:
-    return LANGUAGE_BY_SUFFIX.get(Path(path).suffix.lower())
-
-
-@lru_cache(maxsize=32)
-def _parser(language: str) -> Parser | None:
-    try:
-        return get_parser(language)  # type: ignore[arg-type]
-    except Exception:  # noqa: BLE001 - no grammar: the parse check is skipped
-        return None
 
 
 def error_count(text: str, language: str) -> int | None:
     """ERROR/MISSING nodes in the parse tree; None when there is no grammar."""
-    parser = _parser(language)
+    parser = parser_for(language)
     if parser is None:
         return None
     tree = parser.parse(text.encode("utf-8", "surrogateescape"))

@@ -125,10 +125,3 @@ class Folders:
         if doc is None:  # the client may spell the URI differently (percent-encoding)
             doc = next((d for d in documents.values() if Path(d.path) == path), None)
         return doc
-
-
-def read_disk(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8", errors="surrogateescape")
-    except (OSError, ValueError):
-        return None

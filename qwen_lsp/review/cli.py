@@ -13,7 +13,6 @@ import asyncio
 import hashlib
 import json
 import shlex
-import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
@@ -22,6 +21,7 @@ from urllib.parse import quote
 
 from qwen_lsp import __version__
 from qwen_lsp.engine.cache import StateCache
+from qwen_lsp.gitio import GitError, git, repo_root, show, staged_diff
 from qwen_lsp.llm.client import ModelClient
 from qwen_lsp.review.engine import SEVERITY_ORDER, DiffError, Finding, ReviewResult, parse_diff, review_diff
 from qwen_lsp.settings import Settings, load_settings
@@ -34,33 +34,7 @@ SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 DEFAULT_TIMEOUT, DEFAULT_THINK_TIMEOUT = 180.0, 600.0
 
 
-class GitError(Exception):
-    pass
-
-
 # -- git -------------------------------------------------------------------------------
-
-
-def git(cwd: Path, *args: str) -> str:
-    try:
-        proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, check=False)
-    except OSError as exc:
-        raise GitError(f"cannot run git: {exc}") from exc
-    if proc.returncode != 0:
-        raise GitError(proc.stderr.decode("utf-8", "replace").strip() or f"git {args[0]} failed")
-    return proc.stdout.decode("utf-8", "surrogateescape")
-
-
-def repo_root(cwd: Path) -> Path:
-    return Path(git(cwd, "rev-parse", "--show-toplevel").strip())
-
-
-def staged_diff(root: Path) -> str:
-    """The whole staged change, in a form the parser can rely on whatever the user's git config says."""
-    return git(
-        root, "-c", "core.quotepath=off", "diff", "--cached", "--no-color", "--no-ext-diff", "--no-textconv",
-        "--src-prefix=a/", "--dst-prefix=b/", "--unified=3",
-    )
 
 
 class IndexReader:
@@ -72,10 +46,7 @@ class IndexReader:
 
     def __call__(self, relpath: str) -> str | None:
         if relpath not in self._texts:
-            try:
-                self._texts[relpath] = git(self.root, "show", f":{relpath}")
-            except GitError:
-                self._texts[relpath] = None
+            self._texts[relpath] = show(self.root, f":{relpath}")
         return self._texts[relpath]
 
     def line(self, relpath: str, line: int) -> str | None:

@@ -22,22 +22,13 @@ from pydantic import BaseModel, ValidationError
 from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
+from qwen_lsp.context import git_context, source, treesitter
 from qwen_lsp.engine.cache import StateCache
 from qwen_lsp.llm.client import ModelClient, ModelServerError, ServerUnavailable
 from qwen_lsp.llm.parsing import loads_loose
 from qwen_lsp.settings import Settings
 from qwen_lsp.llm.tokens import count_tokens, truncate_to_tokens
 
-# The context layer is optional here: a review without it is still a review.
-try:
-    from qwen_lsp.context import source as _source
-    from qwen_lsp.context import treesitter as _treesitter
-except Exception:  # noqa: BLE001 - missing or broken module: review the bare diff
-    _source = _treesitter = None  # type: ignore[assignment]
-try:
-    from qwen_lsp.context import git_context as _git_context
-except Exception:  # noqa: BLE001
-    _git_context = None  # type: ignore[assignment]
 
 Severity = Literal["error", "warning", "info"]
 ReadFile = Callable[[str], str | None]
@@ -339,20 +330,8 @@ def _fit(text: str, budget: int) -> str:
     return truncate_to_tokens(text, max(0, budget - 16)).rstrip("\n") + "\n[... truncated ...]"
 
 
-def _read(workspace: Path, relpath: str, read_file: ReadFile | None) -> str | None:
-    if _source is not None and hasattr(_source, "read_source"):
-        return _source.read_source(workspace, relpath, read_file)
-    try:
-        text = read_file(relpath) if read_file is not None else None
-        return text if text is not None else (workspace / relpath).read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-
-
 def code_context(files: list[ChangedFile], workspace: Path, read_file: ReadFile | None) -> str:
     """The enclosing function (or a window) of each hunk, when the hunk does not show all of it."""
-    if _source is None or _treesitter is None or not hasattr(_source, "focus"):
-        return ""
     parts: list[str] = []
     for changed in files:
         if not changed.reviewable or changed.status == "added":  # a new file is all in the diff
@@ -365,18 +344,18 @@ def code_context(files: list[ChangedFile], workspace: Path, read_file: ReadFile 
 
 
 def _file_snippets(changed: ChangedFile, workspace: Path, read_file: ReadFile | None) -> list[str]:
-    text = _read(workspace, changed.path, read_file)
+    text = source.read_source(workspace, changed.path, read_file)
     if text is None:
         return []
-    lang = _treesitter.language_for(changed.path)
-    defs = _treesitter.definitions(text, lang) if lang else []
-    fence = _source.fence_language(changed.path) if hasattr(_source, "fence_language") else ""
+    lang = treesitter.language_for(changed.path)
+    defs = treesitter.definitions(text, lang) if lang else []
+    fence = source.fence_language(changed.path)
     source_lines = text.splitlines()
     shown: set[tuple[int, int]] = set()
     out: list[str] = []
     for h in changed.hunks:
         anchor = h.added[0] if h.added else h.target_start
-        snip = _source.focus(text, lang, anchor, defs=defs)
+        snip = source.focus(text, lang, anchor, defs=defs)
         span = (snip.start_line, snip.end_line)
         if span in shown or (h.target_start <= snip.start_line and snip.end_line <= h.target_end):
             continue
@@ -388,21 +367,19 @@ def _file_snippets(changed: ChangedFile, workspace: Path, read_file: ReadFile | 
 
 def history_context(files: list[ChangedFile], workspace: Path) -> str:
     """The last commits that touched the changed lines (old side), per file."""
-    if _git_context is None or not hasattr(_git_context, "git_context"):
-        return ""
     old = [f for f in files if f.reviewable and f.status != "added" and f.old_path][:MAX_HISTORY_FILES]
     if not old:
         return ""
     lines = {f.old_path: sorted({n for h in f.hunks for n in h.touched_source}) for f in old if f.old_path}
     try:
-        ctx = _git_context.git_context(workspace, list(lines), lines, max_commits=3, diff_lines=24)
+        ctx = git_context.git_context(workspace, list(lines), lines, max_commits=3, diff_lines=24)
     except Exception:  # noqa: BLE001 - no history is a smaller prompt, not a failed review
         return ""
     if not any(f.commits for f in ctx.files):
         return ""
     for f in ctx.files:  # the change itself is in the diff section; blame is of the new side
         f.diff, f.blame, f.status = "", [], ""
-    return _git_context.render_git(ctx)
+    return git_context.render_git(ctx)
 
 
 def build_messages(diff: str, files: list[ChangedFile], workspace: Path, settings: Settings, read_file: ReadFile | None) -> list[dict[str, Any]]:
