@@ -9,6 +9,7 @@ are honoured; binaries, huge files and files without a grammar are skipped."""
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
 import os
 from collections import Counter, defaultdict
@@ -20,6 +21,8 @@ import pathspec
 
 from qwen_lsp.context.treesitter import CONTAINER_KINDS, Definition, definitions, has_definitions, language_for, parse, references
 from qwen_lsp.llm.tokens import count_tokens
+
+log = logging.getLogger(__name__)
 
 MAX_FILE_BYTES = 512_000  # bigger source files are generated or vendored
 MAX_FILES = 50_000
@@ -114,6 +117,7 @@ def _open_cache(cache_dir: Path | None):  # -> diskcache.Cache | None
 
         return diskcache.Cache(str(Path(cache_dir) / f"repomap-tags-v{CACHE_VERSION}"), size_limit=2**30)
     except Exception:  # unwritable cache dir: run uncached
+        log.debug("repo-map cache at %s unavailable; running uncached", cache_dir, exc_info=True)
         return None
 
 
@@ -148,6 +152,7 @@ def build_index(workspace: Path, *, cache_dir: Path | None = None, files: Iterab
                 if snap is not None and snap[0] == fingerprint:
                     return _index_from({rel: _decode(raw) for rel, raw in snap[1].items()})
             except Exception:
+                log.debug("repo-map snapshot unreadable; rebuilding", exc_info=True)
                 pass
         tagged: dict[str, FileTags] = {}
         for rel, mtime_ns, size in entries:
@@ -158,6 +163,7 @@ def build_index(workspace: Path, *, cache_dir: Path | None = None, files: Iterab
             try:
                 cache.set(snapshot_key, (fingerprint, {rel: _encode(t) for rel, t in tagged.items()}))
             except Exception:
+                log.debug("repo-map snapshot not stored", exc_info=True)
                 pass
         return _index_from(tagged)
     finally:
@@ -172,6 +178,7 @@ def _file_tags(workspace: Path, rel: str, key: str, cache) -> FileTags | None:
             if raw is not None:
                 return _decode(raw)
         except Exception:
+            log.debug("repo-map tags cache entry unreadable for %s", rel, exc_info=True)
             pass
     try:
         data = (workspace / rel).read_bytes()
@@ -185,6 +192,7 @@ def _file_tags(workspace: Path, rel: str, key: str, cache) -> FileTags | None:
         try:
             cache.set(key, _encode(tags))
         except Exception:
+            log.debug("repo-map tags not cached for %s", rel, exc_info=True)
             pass
     return tags
 

@@ -6,6 +6,7 @@ grammar for the file every function degrades to a window of lines."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -13,6 +14,8 @@ from pydantic import BaseModel, Field
 
 from qwen_lsp.context.treesitter import CONTAINER_KINDS, Definition, definitions, identifiers, imports, language_for, parse
 from qwen_lsp.files import BINARY_SNIFF_BYTES, read_text
+
+log = logging.getLogger(__name__)
 
 MAX_FILE_BYTES = 2_000_000  # bigger files are generated or data; never put them in a prompt
 
@@ -48,6 +51,7 @@ def read_source(workspace: Path, relpath: str, read_file: ReadFile | None = None
         try:
             text = read_file(relpath)
         except Exception:
+            log.debug("the buffer reader failed for %s; reading disk", relpath, exc_info=True)
             text = None
         if text is not None:
             return text if "\x00" not in text[:BINARY_SNIFF_BYTES] else None
@@ -168,6 +172,7 @@ def _related(
             try:
                 candidates = lookup(name)[:3]
             except Exception:
+                log.debug("definition lookup failed for %s", name, exc_info=True)
                 candidates = []
         for path, d in candidates:
             if (path, d.line) in seen or covered(path, d) or len(out) >= max_related:

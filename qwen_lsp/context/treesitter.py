@@ -6,12 +6,15 @@ so a pattern that a grammar version does not know costs that pattern only."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from functools import cache
 from pathlib import PurePosixPath
 from typing import Any
 
 from tree_sitter import Node, Parser, Query, QueryCursor, Tree
+
+log = logging.getLogger(__name__)
 
 EXTENSIONS: dict[str, str] = {
     ".py": "python", ".pyi": "python",
@@ -245,6 +248,7 @@ def parser_for(lang: str) -> Parser | None:
 
         return get_parser(lang)  # type: ignore[arg-type]
     except Exception:  # grammar missing or not loadable: callers fall back to a line window
+        log.debug("no tree-sitter parser for %s", lang, exc_info=True)
         return None
 
 
@@ -266,6 +270,7 @@ def _def_queries(lang: str) -> tuple[Query, ...]:
         try:
             out.append(Query(_language(lang), pattern))
         except Exception:
+            log.debug("%s query pattern not compiled: %s", lang, pattern, exc_info=True)
             continue  # a node type this grammar version does not have
     return tuple(out)
 
@@ -277,6 +282,7 @@ def _kinds_query(lang: str, kinds: tuple[str, ...]) -> Query | None:
         present = [k for k in kinds if language.id_for_node_kind(k, True)]
         return Query(language, "[" + " ".join(f"({k})" for k in present) + "] @x") if present else None
     except Exception:
+        log.debug("%s kinds query not compiled", lang, exc_info=True)
         return None
 
 
@@ -288,6 +294,7 @@ def parse(text: str | bytes, lang: str) -> Tree | None:
     try:
         return parser.parse(data)
     except Exception:
+        log.debug("%s parse failed", lang, exc_info=True)
         return None
 
 
@@ -424,10 +431,12 @@ def _ref_query(lang: str) -> Query | None:
             Query(language, pattern)
             ok.append(pattern)
         except Exception:
+            log.debug("%s reference pattern not compiled: %s", lang, pattern, exc_info=True)
             continue
     try:
         return Query(language, "\n".join(ok)) if ok else None
     except Exception:
+        log.debug("%s reference query not compiled", lang, exc_info=True)
         return None
 
 

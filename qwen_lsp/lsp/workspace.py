@@ -97,7 +97,7 @@ class Folders:
         try:
             values = await server.workspace_configuration_async(types.ConfigurationParams(items=items))
         except Exception as exc:  # a client that advertises but fails: keep initializationOptions
-            log.warning("workspace/configuration failed: %s", exc)
+            log.warning("workspace/configuration failed: %s", exc, exc_info=True)
             return
         config: dict[str, dict[str, Any]] = {}
         for key, value in zip(["", *map(str, roots)], values or []):

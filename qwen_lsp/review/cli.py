@@ -12,6 +12,7 @@ import argparse
 import asyncio
 import hashlib
 import json
+import logging
 import shlex
 import sys
 from collections import Counter
@@ -25,6 +26,8 @@ from qwen_lsp.gitio import GitError, git, repo_root, show, staged_diff
 from qwen_lsp.llm.client import ModelClient
 from qwen_lsp.review.engine import SEVERITY_ORDER, DiffError, Finding, ReviewResult, parse_diff, review_diff
 from qwen_lsp.settings import Settings, load_settings
+
+log = logging.getLogger(__name__)
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_UNAVAILABLE = 0, 1, 2, 3
 TOOL = "qwen-review"
@@ -303,6 +306,7 @@ def open_cache(settings: Settings) -> StateCache | None:
     try:
         return StateCache(settings.cache_dir / "review", settings.cache_size_mb)
     except Exception:  # noqa: BLE001 - no cache (read-only home, odd filesystem) only costs time
+        log.debug("review cache unavailable; reviewing uncached", exc_info=True)
         return None
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,6 +29,8 @@ from qwen_lsp.llm.client import ModelClient, ModelServerError, ServerUnavailable
 from qwen_lsp.llm.parsing import loads_loose
 from qwen_lsp.settings import Settings
 from qwen_lsp.llm.tokens import count_tokens, truncate_to_tokens
+
+log = logging.getLogger(__name__)
 
 
 Severity = Literal["error", "warning", "info"]
@@ -339,6 +342,7 @@ def code_context(files: list[ChangedFile], workspace: Path, read_file: ReadFile 
         try:
             parts += _file_snippets(changed, workspace, read_file)
         except Exception:  # noqa: BLE001 - a grammar or parse failure costs this file's context only
+            log.debug("no code context for %s", changed.path, exc_info=True)
             continue
     return "\n\n".join(parts)
 
@@ -374,6 +378,7 @@ def history_context(files: list[ChangedFile], workspace: Path) -> str:
     try:
         ctx = git_context.git_context(workspace, list(lines), lines, max_commits=3, diff_lines=24)
     except Exception:  # noqa: BLE001 - no history is a smaller prompt, not a failed review
+        log.debug("no git history for the review", exc_info=True)
         return ""
     if not any(f.commits for f in ctx.files):
         return ""
