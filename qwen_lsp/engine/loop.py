@@ -137,9 +137,7 @@ class _Run:
         self.messages.append(state.plan_message)
 
         validation, summary = await self._patch_loop()
-        result = self._result(validation, summary)
-        self.engine.cache.put_state(key, state.model_copy(update={"transcript": self.messages, "result_summary": summary}))
-        return result
+        return self._result(validation, summary)
 
     # -- phases ---------------------------------------------------------------------------
 
