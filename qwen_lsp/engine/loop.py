@@ -27,6 +27,7 @@ from qwen_lsp.llm.client import Completion, ModelClient, ReasoningExhausted, Too
 from qwen_lsp.engine.edits import EditError, apply_edit
 from qwen_lsp.types import Accounting, CachedState, FixResult, Plan, Risk, Task, TaskKind, Validation
 from qwen_lsp.engine.overlay import BufferReader, Overlay, PathOutsideWorkspace
+from qwen_lsp.engine.prompts import NUDGE, PATCH_REQUEST, PLAN_REQUEST, REPLAN_REQUEST, SYSTEM, TEXT_PATCH_REQUEST
 from qwen_lsp.llm.parsing import loads_loose, parse_edit_blocks
 from qwen_lsp.engine.risk import classify, is_test_command
 from qwen_lsp.settings import Settings
@@ -34,33 +35,6 @@ from qwen_lsp.engine.tools import TOOLS, ToolBox
 from qwen_lsp.engine.validate import check_parse, run_verify
 
 Progress = Callable[[str], None]
-
-SYSTEM = """You are qwen-lsp, a careful coding agent working inside the user's editor on their workspace.
-You fix the problem you are given with the smallest correct change, keeping the code's style.
-You cannot run commands; you can suggest one for the user with suggest_command.
-Edits go through edit_file/create_file and are shown to the user before anything is written."""
-
-PLAN_REQUEST = """First plan the fix. Answer with only a JSON object:
-{"hypotheses": [causes, most likely first], "evidence": [{"path", "start_line", "end_line", "reason"}],
- "steps": [what to change], "verify_command": a shell command that shows the fix works, or null}"""
-
-PATCH_REQUEST = """Now carry out the plan with the tools: read what you need, edit with edit_file \
-(old_string copied exactly from the file), suggest shell commands if the fix needs one, then call finish."""
-
-TEXT_PATCH_REQUEST = """Now make the change. Tools are not available: write each edit as a block
-
-path/to/file
-<<<<<<< SEARCH
-exact existing lines
-=======
-replacement lines
->>>>>>> REPLACE
-
-and nothing else. Write no blocks when no change is needed."""
-
-REPLAN_REQUEST = "The same check failed twice in a row. Step back and re-plan. " + PLAN_REQUEST
-
-NUDGE = "Use the tools to make the change, or call finish if nothing needs changing."
 
 
 class Engine:

@@ -25,6 +25,7 @@ from unidiff.errors import UnidiffParseError
 
 from qwen_lsp.context import git_context, source, treesitter
 from qwen_lsp.engine.cache import StateCache
+from qwen_lsp.engine.prompts import REVIEW_VERSION, SYSTEM_PROMPT
 from qwen_lsp.llm.client import ModelClient, ModelServerError, ServerUnavailable
 from qwen_lsp.llm.parsing import loads_loose
 from qwen_lsp.settings import Settings
@@ -37,8 +38,6 @@ Severity = Literal["error", "warning", "info"]
 ReadFile = Callable[[str], str | None]
 
 SEVERITY_ORDER: dict[str, int] = {"error": 0, "warning": 1, "info": 2}
-# Bump when the prompt or the mapping changes, so cached reviews are not reused.
-REVIEW_VERSION = 1
 MAX_HISTORY_FILES = 8
 
 _SEVERITY_WORDS = {
@@ -96,28 +95,6 @@ FINDINGS_SCHEMA: dict[str, Any] = {
     "required": ["findings"],
     "additionalProperties": False,
 }
-
-SYSTEM_PROMPT = """\
-You review a code change before it is committed. You get the change as a diff whose left column is the \
-line number in the new version of the file, code around the change, and the recent history of the touched lines.
-
-Report only real problems that the change introduces or exposes: bugs, crashes, wrong logic, security holes, \
-data loss, resource leaks, race conditions, wrong error handling, API misuse, and clear maintainability problems. \
-Do not report formatting a tool would fix, do not praise, do not summarise the change. When the change is fine, \
-return no findings.
-
-Each finding:
-- path: the file path as written in the diff heading;
-- line: the new-version line number of the problem, taken from the left column, on a `+` line when possible; \
-end_line: the last line when it spans several;
-- severity: "error" (it is a bug or a vulnerability: it breaks at run time or gives wrong results), \
-"warning" (likely a problem, or risky), "info" (a minor improvement);
-- category: one short lowercase word or hyphenated term: bug, security, performance, error-handling, \
-concurrency, resource-leak, api-misuse, maintainability, test;
-- message: one or two sentences: what is wrong and why;
-- suggestion: optional, the concrete fix.
-
-Answer with JSON only: {"findings": [...]}."""
 
 
 # -- the diff -------------------------------------------------------------------
