@@ -5,8 +5,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import pytest
-
 from qwen_lsp.context.source import read_source
 from qwen_lsp.engine.overlay import Overlay
 from qwen_lsp.engine.tools import ToolBox

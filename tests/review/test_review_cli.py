@@ -7,27 +7,17 @@ import os
 import subprocess
 from pathlib import Path
 
-import jsonschema
 import pytest
 
 from qwen_lsp.review.engine import ReviewResult
 from qwen_lsp.review import cli
 from tests.net import closed_port_url
-from tests.review.conftest import BUG_LINE, bug_finding, findings_reply
+from tests.review.helpers import BUG_LINE, bug_finding, findings_reply, validate_sarif
 from tests.review.gitrepo import GitRepo
 from tests.vllm_double import VLLMDouble
 
-SARIF_SCHEMA = json.loads((Path(__file__).parent / "data" / "sarif-schema-2.1.0.json").read_text(encoding="utf-8"))
-
-
 def run(repo: GitRepo, *args: str) -> int:
     return cli.main(["-C", str(repo.root), *args])
-
-
-def validate_sarif(log: dict) -> None:
-    validator = jsonschema.Draft4Validator(SARIF_SCHEMA, format_checker=jsonschema.FormatChecker())
-    errors = sorted(validator.iter_errors(log), key=str)
-    assert not errors, "\n".join(e.message for e in errors)
 
 
 def test_text_report_blocks_on_error(calc_repo: GitRepo, review_env: VLLMDouble, capsys: pytest.CaptureFixture[str]) -> None:

@@ -12,7 +12,7 @@ from qwen_lsp.llm.client import ModelClient
 from qwen_lsp.review.engine import FINDINGS_SCHEMA, Finding, map_findings, parse_diff, parse_findings, review_diff
 from qwen_lsp.settings import Settings
 from tests.net import closed_port_url
-from tests.review.conftest import (
+from tests.review.helpers import (
     BUG_LINE,
     CALC_BUG,
     HISTORY_SUBJECT,
