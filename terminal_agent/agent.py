@@ -30,7 +30,7 @@ from qwen_lsp.types import FileChange, FixResult, Risk, Task
 from qwen_lsp.wire import TerminalOutput
 from qwen_lsp.engine.risk import classify
 from qwen_lsp.engine.risk import suggestion as labelled
-from qwen_lsp.settings import Settings, load_settings
+from qwen_lsp.settings import Settings, load_settings_lenient
 from qwen_lsp.sidechannel import notify_running_server
 
 from terminal_agent import undo
@@ -69,7 +69,7 @@ class Failure:
 
 def fix(failure: Failure, opts: Options, ui: UI, report: QfixReport) -> int:
     """The whole story of one failed command; returns qfix's exit code."""
-    settings = load_settings(failure.workspace)
+    settings = settings_for(failure.workspace, ui)
     notify_editor(failure, settings)
     with ui.working() as progress:
         result = asyncio.run(think(failure, settings, progress))  # Ctrl-C here cancels the requests
@@ -256,6 +256,14 @@ def failure_from_record(record: ShellRecord, opts: Options, ui: UI) -> Failure:
                 ui.say(f"`{record.command}` {'passes now' if exit_code == 0 else 'was stopped'}: nothing to fix")
     return Failure(command=record.command, exit_code=exit_code, output=output, cwd=cwd,
                    workspace=find_workspace(cwd), shell=record.shell)
+
+
+def settings_for(workspace: Path, ui: UI) -> Settings:
+    """The workspace's settings; a bad value is ignored with a warning rather than ending the fix."""
+    settings, dropped = load_settings_lenient(workspace)
+    for bad in dropped:
+        ui.say(f"qfix: ignoring invalid setting {bad}", "yellow")
+    return settings
 
 
 def notify_editor(failure: Failure, settings: Settings, exit_code: int | None = None) -> None:

@@ -25,7 +25,7 @@ from qwen_lsp.engine.cache import StateCache
 from qwen_lsp.gitio import GitError, git, repo_root, show, staged_diff
 from qwen_lsp.llm.client import ModelClient
 from qwen_lsp.review.engine import SEVERITY_ORDER, DiffError, Finding, ReviewResult, parse_diff, review_diff
-from qwen_lsp.settings import Settings, load_settings
+from qwen_lsp.settings import Settings, load_settings_lenient
 
 log = logging.getLogger(__name__)
 
@@ -290,8 +290,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def hook_settings(root: Path, args: argparse.Namespace, deadline: float) -> Settings:
-    """Settings with a hook's patience: a short connect timeout, few retries, the deadline."""
-    settings = load_settings(root, {"base_url": args.base_url})
+    """Settings with a hook's patience: a short connect timeout, few retries, the deadline.
+    A bad value is ignored with a warning: a typo in the settings must not block every commit."""
+    settings, dropped = load_settings_lenient(root, {"base_url": args.base_url})
+    for bad in dropped:
+        print(f"{TOOL}: ignoring invalid setting {bad}", file=sys.stderr)
     connect = args.connect_timeout if args.connect_timeout is not None else min(settings.connect_timeout, 2.0)
     return settings.model_copy(
         update={

@@ -115,6 +115,14 @@ def test_server_down_warns_and_passes(calc_repo: GitRepo, monkeypatch: pytest.Mo
     assert "Blocking the commit (--on-unavailable block)" in capsys.readouterr().err
 
 
+def test_a_bad_setting_is_ignored_with_a_warning_and_the_review_runs(
+        calc_repo: GitRepo, review_env: VLLMDouble, capsys: pytest.CaptureFixture[str]) -> None:
+    (calc_repo.root / "pyproject.toml").write_text('[tool.qwen-lsp]\nmax_retries = "often"\n')  # not staged
+    review_env.script(findings_reply(bug_finding()))
+    assert run(calc_repo) == cli.EXIT_FINDINGS
+    assert "qwen-review: ignoring invalid setting max_retries (from pyproject.toml:" in capsys.readouterr().err
+
+
 def test_rerun_after_aborted_commit_is_cached(calc_repo: GitRepo, review_env: VLLMDouble,
                                               capsys: pytest.CaptureFixture[str]) -> None:
     review_env.script(findings_reply(bug_finding()))
