@@ -12,12 +12,14 @@ are inside the workspace, one reader, one check of a name before it is written.
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 NAME_MAX = 255  # bytes in one path component (Linux, macOS, Windows)
 PATH_MAX = 4096  # bytes in a whole path
-BINARY_SNIFF = 8192  # a NUL byte in the first this-many bytes: binary
+BINARY_SNIFF = 8192  # a NUL byte in the first this-many bytes: binary (as git does)
+BINARY_SNIFF_BYTES = BINARY_SNIFF
 
 
 @dataclass(frozen=True)
@@ -48,16 +50,35 @@ def decode(data: bytes) -> FileText:
 
 
 def read_text(path: Path, *, max_bytes: int | None = None) -> FileText | None:
-    """The text of a regular file; None when it is missing, unreadable, binary or over `max_bytes`."""
+    """The text of a regular file; None when it is missing, unreadable, not a regular file,
+    binary or over `max_bytes`. Never raises: a workspace may hold a file the user cannot read,
+    a symlink loop or a FIFO, and none of those may stop a fix, a search or a review."""
     try:
-        if not path.is_file() or (max_bytes is not None and path.stat().st_size > max_bytes):
-            return None
-        data = path.read_bytes()
-    except (OSError, ValueError):  # permission denied, a directory, a NUL byte in the name...
+        # O_NONBLOCK: opening a FIFO must not wait for a writer; it is then refused as not a file.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except (OSError, ValueError):  # missing, permission denied, a symlink loop, a NUL byte in the name
         return None
-    if b"\0" in data[:BINARY_SNIFF]:
+    try:
+        with os.fdopen(fd, "rb") as fh:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode) or (max_bytes is not None and info.st_size > max_bytes):
+                return None
+            data = fh.read()
+    except OSError:  # an I/O error while reading
+        return None
+    if is_binary(data):
         return None
     return decode(data)
+
+
+def text_of(path: Path, *, max_bytes: int | None = None) -> str | None:
+    """`read_text(...).text`: for readers that only show text (context, diagnostics, reviews)."""
+    found = read_text(path, max_bytes=max_bytes)
+    return found.text if found is not None else None
+
+
+def is_binary(data: bytes) -> bool:
+    return b"\x00" in data[:BINARY_SNIFF]
 
 
 def name_problem(relpath: str) -> str | None:

@@ -1,5 +1,5 @@
 """Pydantic models for everything that crosses a process boundary:
-tasks in, plans and results out, cached transcripts on disk."""
+tasks in, plans and results out, cached plans on disk."""
 
 from __future__ import annotations
 
@@ -128,10 +128,11 @@ class FixResult(BaseModel):
 
 class CachedState(BaseModel):
     """What the disk cache keeps for one task fingerprint: enough to resume
-    without the thinking call (the plan and its reasoning) plus the transcript."""
+    without the thinking call (the plan and its reasoning), and what the plan saw.
+
+    Not the patch rounds: a repeated fix re-runs them from the plan, so that a failed
+    attempt's edits do not anchor the next one and the cache holds no tool output."""
 
     plan: Plan
     plan_message: dict[str, Any]  # the assistant message, with `reasoning`
     file_hashes: dict[str, str] = Field(default_factory=dict)  # what the plan saw; any change = miss
-    transcript: list[dict[str, Any]] = Field(default_factory=list)
-    result_summary: str = ""

@@ -25,7 +25,6 @@ SERVER_ASK = "qwen.server.ask"
 SERVER_EXPLAIN = "qwen.server.explain"
 SERVER_REVIEW = "qwen.server.review"
 SERVER_FIX = "qwen.server.fix"
-SERVER_COMMANDS = (SERVER_ASK, SERVER_EXPLAIN, SERVER_REVIEW, SERVER_FIX)
 
 SOURCE = "qwen"  # diagnostics from terminal output
 REVIEW_SOURCE = "qwen-review"  # diagnostics from review

@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import os
 import shlex
-import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,12 +28,13 @@ from qwen_lsp.apply import ApplyError, RollbackFailed, apply_changes
 from qwen_lsp.engine.protected import ProtectedPath
 from qwen_lsp.llm.client import ModelServerError, RequestRejected
 from qwen_lsp.engine.loop import Engine
+from qwen_lsp.gitio import GitError, repo_root
 from qwen_lsp.types import FileChange, FixResult, Risk, Task
 from qwen_lsp.wire import TerminalOutput
 from qwen_lsp.engine.risk import classify
 from qwen_lsp.engine.risk import suggestion as labelled
 from qwen_lsp.sanitize import json_safe
-from qwen_lsp.settings import Settings, describe_invalid, load_settings
+from qwen_lsp.settings import Settings, describe_invalid, load_settings, load_settings_lenient
 from qwen_lsp.sidechannel import notify_running_server
 
 from terminal_agent import undo
@@ -82,7 +82,7 @@ class Failure:
 
 def fix(failure: Failure, opts: Options, ui: UI, report: QfixReport) -> int:
     """The whole story of one failed command; returns qfix's exit code."""
-    settings = load_settings(failure.workspace)
+    settings = settings_for(failure.workspace, ui)
     notify_editor(failure, settings)
     with ui.working() as progress:
         result = asyncio.run(think(failure, settings, progress))  # Ctrl-C here cancels the requests
@@ -360,6 +360,14 @@ def _explain_rerun(ui: UI) -> bool:
     return True
 
 
+def settings_for(workspace: Path, ui: UI) -> Settings:
+    """The workspace's settings; a bad value is ignored with a warning rather than ending the fix."""
+    settings, dropped = load_settings_lenient(workspace)
+    for bad in dropped:
+        ui.say(f"qfix: ignoring invalid setting {bad}", "yellow")
+    return settings
+
+
 def notify_editor(failure: Failure, settings: Settings, exit_code: int | None = None) -> None:
     """Tell a qwen-lsp running for this workspace (if any) what the command did: a failure
     shows as diagnostics in the editor, a passing re-run (exit 0) clears them."""
@@ -372,9 +380,6 @@ def notify_editor(failure: Failure, settings: Settings, exit_code: int | None = 
 def find_workspace(cwd: Path) -> Path:
     """The git top-level of `cwd`, else `cwd` itself."""
     try:
-        top = subprocess.run(
-            ["git", "rev-parse", "--show-toplevel"], cwd=cwd, capture_output=True, text=True, timeout=10
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        top = ""
-    return Path(top) if top else cwd
+        return repo_root(cwd)
+    except GitError:
+        return cwd

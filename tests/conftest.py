@@ -17,6 +17,9 @@ import pytest
 from tests.net import free_port
 from tests.vllm_double import VLLMDouble
 
+# The language-server fixtures (a real server over stdio): the lsp tests and qfix's editor tests use them.
+pytest_plugins = ["tests.lsp.fixtures"]
+
 
 @pytest.fixture
 def vllm() -> Iterator[VLLMDouble]:

@@ -10,10 +10,11 @@ import pytest
 from qwen_lsp.apply import StaleFile, apply_changes
 from qwen_lsp.engine.cache import StateCache, normalize_output, task_fingerprint
 from qwen_lsp.engine.loop import parse_plan
-from qwen_lsp.types import CachedState, Plan, Risk, Task, TaskKind
+from qwen_lsp.types import CachedState, FileChange, Plan, Risk, Task, TaskKind
 from qwen_lsp.engine.overlay import Overlay, PathOutsideWorkspace
 from qwen_lsp.llm.parsing import loads_loose, parse_edit_blocks, parse_xml_tool_calls, split_reasoning
 from qwen_lsp.engine.risk import classify, is_test_command
+from qwen_lsp.engine.validate import check_parse
 from qwen_lsp.settings import DroppedSetting, load_settings, load_settings_lenient
 from qwen_lsp.llm.tokens import count_tokens, truncate_to_tokens
 
@@ -252,3 +253,19 @@ def test_overlay_reads_each_file_once(tmp_path):
     assert overlay.read("m.py") == overlay.read("m.py") == "x = 1\n"
     overlay.write("m.py", "x = 2\n")
     assert overlay.changes()[0].original == "x = 1\n"
+
+
+# -- parse check ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path, before, after", [
+    ("web/app.mts", "let x = 1;\n", "let x = ;\n"),  # suffixes the context layer knew and the check did not
+    ("src/a.hh", "int x;\n", "int x\n"),
+    ("build.gradle.kts", "val x = 1\n", "val x = \n"),
+    ("package.json", '{"a": 1}\n', '{"a": }\n'),  # and the other way round
+    ("ci.yaml", "a: [1, 2]\n", "a: [1, 2\n"),
+])
+def test_the_parse_check_knows_every_language_of_the_shared_table(path, before, after):
+    (outcome,) = check_parse([FileChange(path=path, original=before, updated=after, diff="")])
+    assert not outcome.ok and "syntax error" in outcome.detail
+    assert check_parse([FileChange(path=path, original=before, updated=before, diff="")])[0].ok

@@ -8,12 +8,15 @@ context instead of raising."""
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import BaseModel, Field
+
+log = logging.getLogger(__name__)
 
 try:  # gitpython raises at import when no git executable is on PATH
     import git
@@ -60,6 +63,7 @@ def open_repo(workspace: Path) -> git.Repo | None:
     try:
         return git.Repo(workspace, search_parent_directories=True)
     except Exception:  # not a repository, a broken .git, no permission
+        log.debug("no git repository at %s", workspace, exc_info=True)
         return None
 
 
@@ -67,6 +71,7 @@ def _git(repo: git.Repo, *args: str) -> str | None:
     try:
         return repo.git.execute(["git", *args], with_extended_output=False, as_process=False, stdout_as_string=True)  # type: ignore[call-overload]
     except Exception:
+        log.debug("git %s failed", " ".join(args), exc_info=True)
         return None
 
 
@@ -202,11 +207,13 @@ def git_context(
     try:
         has_head = repo.head.is_valid()
     except Exception:
+        log.debug("cannot read HEAD", exc_info=True)
         has_head = False
     ctx = GitContext(repo_root=str(root))
     try:
         ctx.branch = None if repo.head.is_detached else repo.active_branch.name
     except Exception:
+        log.debug("cannot read the current branch", exc_info=True)
         ctx.branch = None
     if has_head:
         ctx.head = (_git(repo, "rev-parse", "--short", "HEAD") or "").strip() or None

@@ -6,6 +6,7 @@ section and for the whole input."""
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +23,8 @@ from qwen_lsp.context.treesitter import language_for
 from qwen_lsp.types import Task
 from qwen_lsp.settings import Settings
 from qwen_lsp.llm.tokens import count_tokens, truncate_to_tokens
+
+log = logging.getLogger(__name__)
 
 # What the chat template adds around the messages and tool schemas (role tags, tool preamble).
 TEMPLATE_OVERHEAD = 256
@@ -84,6 +87,7 @@ def assemble(
             # Parsing is linear but not free: a huge log is first cut around its failure.
             frames = parse_output(truncate_output(task.terminal_output, max_lines=5000), cwd=cwd, workspace=workspace)
         except Exception:
+            log.debug("terminal output not parsed; no frames", exc_info=True)
             frames = []
         primary = primary_frame(frames)
     focus_path, focus_line, focus_end = task.path, task.start_line, task.end_line
@@ -107,6 +111,7 @@ def assemble(
         index = live.tag_index() if live is not None else build_index(
             workspace, cache_dir=cache_dir if cache_dir is not None else settings.cache_dir)
     except Exception:
+        log.debug("tag index not built; no repo map", exc_info=True)
         index = None
 
     mentioned = _mentioned_names(workspace, focus_path, focus_line, focus_end, primary, read_file)
@@ -124,6 +129,7 @@ def assemble(
                 if index is not None else ""
             )
     except Exception:
+        log.debug("repo map not built", exc_info=True)
         sections["repo_map"] = ""
 
     try:
@@ -134,6 +140,7 @@ def assemble(
             lines.setdefault(p, []).append(ln)
         sections["git"] = fit(render_git(git_context(workspace, focus_files[:3], lines, cache=live.git if live else None)), git_budget - 8)
     except Exception:
+        log.debug("git section not built", exc_info=True)
         sections["git"] = ""
 
     sections["files"] = _files_section(
@@ -180,6 +187,7 @@ def _mentioned_names(
             try:
                 names.extend(referenced_names(text, language_for(path), line, end or line))
             except Exception:
+                log.debug("names not read from %s", path, exc_info=True)
                 pass
     if primary is not None:
         names.extend(re.findall(r"[`'\"‘]([A-Za-z_][\w]*)[`'\"’]", primary.message))
@@ -215,6 +223,7 @@ def _files_section(
             try:
                 ctx = source_context(workspace, path, line, end_line=end, read_file=read_file, lookup=lookup)
             except Exception:
+                log.debug("source context failed for %s; whole file only", path, exc_info=True)
                 ctx = None
             if count_tokens(whole) <= budget * 0.6 or ctx is None:
                 if not add(whole):
@@ -236,6 +245,7 @@ def _files_section(
         try:
             ctx = source_context(workspace, other, ln, read_file=read_file, lookup=None, max_related=0)
         except Exception:
+            log.debug("source context failed for %s", other, exc_info=True)
             ctx = None
         if ctx is None or ctx.focus is None:
             continue

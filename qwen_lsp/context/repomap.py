@@ -11,6 +11,7 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import hashlib
+import logging
 import math
 import os
 import re
@@ -23,8 +24,10 @@ import numpy as np
 import pathspec
 
 from qwen_lsp.files import inside
-from qwen_lsp.context.treesitter import CONTAINER_KINDS, Definition, definitions, imports, language_for, parse, references
+from qwen_lsp.context.treesitter import CONTAINER_KINDS, Definition, definitions, has_definitions, imports, language_for, parse, references
 from qwen_lsp.llm.tokens import count_tokens
+
+log = logging.getLogger(__name__)
 
 MAX_FILE_BYTES = 512_000  # bigger source files are generated or vendored
 MAX_FILES = 50_000
@@ -89,7 +92,8 @@ def list_files(workspace: Path, *, max_files: int = MAX_FILES) -> list[str]:
 
         dirnames[:] = sorted(d for d in dirnames if d not in ALWAYS_SKIP and not ignored(join(d), True))
         for name in sorted(filenames):
-            if language_for(name) is None:
+            lang = language_for(name)
+            if lang is None or not has_definitions(lang):
                 continue
             rel = join(name)
             if not ignored(rel, False):
@@ -118,6 +122,7 @@ def _open_cache(cache_dir: Path | None):  # -> diskcache.Cache | None
 
         return diskcache.Cache(str(Path(cache_dir) / f"repomap-tags-v{CACHE_VERSION}"), size_limit=2**30)
     except Exception:  # unwritable cache dir: run uncached
+        log.debug("repo-map cache at %s unavailable; running uncached", cache_dir, exc_info=True)
         return None
 
 
@@ -157,6 +162,7 @@ def build_index(workspace: Path, *, cache_dir: Path | None = None, files: Iterab
                 if snap is not None and snap[0] == fingerprint:
                     return _index_from({rel: _decode(raw) for rel, raw in snap[1].items()})
             except Exception:
+                log.debug("repo-map snapshot unreadable; rebuilding", exc_info=True)
                 pass
         tagged: dict[str, FileTags] = {}
         for rel, mtime_ns, size in entries:
@@ -167,6 +173,7 @@ def build_index(workspace: Path, *, cache_dir: Path | None = None, files: Iterab
             try:
                 cache.set(snapshot_key, (fingerprint, {rel: _encode(t) for rel, t in tagged.items()}))
             except Exception:
+                log.debug("repo-map snapshot not stored", exc_info=True)
                 pass
         return _index_from(tagged)
     finally:
@@ -181,6 +188,7 @@ def _file_tags(workspace: Path, rel: str, key: str, cache) -> FileTags | None:
             if raw is not None:
                 return _decode(raw)
         except Exception:
+            log.debug("repo-map tags cache entry unreadable for %s", rel, exc_info=True)
             pass
     try:
         data = (workspace / rel).read_bytes()
@@ -194,6 +202,7 @@ def _file_tags(workspace: Path, rel: str, key: str, cache) -> FileTags | None:
         try:
             cache.set(key, _encode(tags))
         except Exception:
+            log.debug("repo-map tags not cached for %s", rel, exc_info=True)
             pass
     return tags
 

@@ -6,13 +6,16 @@ grammar for the file every function degrades to a window of lines."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from qwen_lsp.files import inside, read_text
+from qwen_lsp.files import BINARY_SNIFF_BYTES, inside, read_text
 from qwen_lsp.context.treesitter import CONTAINER_KINDS, Definition, definitions, identifiers, imports, language_for, parse
+
+log = logging.getLogger(__name__)
 
 MAX_FILE_BYTES = 2_000_000  # bigger files are generated or data; never put them in a prompt
 
@@ -40,10 +43,6 @@ class SourceContext(BaseModel):
     related: list[Snippet] = Field(default_factory=list)
 
 
-def is_binary(data: bytes) -> bool:
-    return b"\x00" in data[:8192]
-
-
 def read_source(workspace: Path, relpath: str, read_file: ReadFile | None = None) -> str | None:
     """Text of a workspace file: the editor's buffer when it has one, else disk.
 
@@ -57,9 +56,10 @@ def read_source(workspace: Path, relpath: str, read_file: ReadFile | None = None
         try:
             text = read_file(rel)
         except Exception:
+            log.debug("the buffer reader failed for %s; reading disk", relpath, exc_info=True)
             text = None
         if text is not None:
-            return text if "\x00" not in text[:8192] else None
+            return text if "\x00" not in text[:BINARY_SNIFF_BYTES] else None
     found = read_text(Path(workspace) / rel, max_bytes=MAX_FILE_BYTES)
     return found.text if found is not None else None
 
@@ -178,6 +178,7 @@ def _related(
             try:
                 candidates = lookup(name)[:3]
             except Exception:
+                log.debug("definition lookup failed for %s", name, exc_info=True)
                 candidates = []
         for path, d in candidates:
             if (path, d.line) in seen or covered(path, d) or len(out) >= max_related:

@@ -6,12 +6,16 @@ so a pattern that a grammar version does not know costs that pattern only."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
+import threading
 from functools import cache, lru_cache
 from pathlib import PurePosixPath
 from typing import Any
 
 from tree_sitter import Node, Parser, Query, QueryCursor, Tree
+
+log = logging.getLogger(__name__)
 
 EXTENSIONS: dict[str, str] = {
     ".py": "python", ".pyi": "python",
@@ -21,6 +25,9 @@ EXTENSIONS: dict[str, str] = {
     ".c": "c", ".h": "c",
     ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".hpp": "cpp", ".hh": "cpp", ".hxx": "cpp", ".ipp": "cpp",
     ".rb": "ruby", ".rake": "ruby", ".lua": "lua", ".kt": "kotlin", ".kts": "kotlin",
+    # Grammars without definition queries: the engine's parse check uses them, the repo map skips them.
+    ".cs": "csharp", ".php": "php", ".swift": "swift", ".sh": "bash", ".bash": "bash",
+    ".json": "json", ".toml": "toml", ".yaml": "yaml", ".yml": "yaml",
 }
 
 # Definitions: @name is the defined identifier, the other capture names the kind.
@@ -239,14 +246,25 @@ def _language(lang: str) -> Any:
     return get_language(lang)
 
 
-@cache
-def parser_for(lang: str) -> Parser | None:
-    try:
-        from qwen_lsp.context.grammars import get_parser
+_PARSERS = threading.local()  # a Parser is not thread-safe: the index thread and the engine thread each get theirs
 
-        return get_parser(lang)
-    except Exception:  # grammar missing or not loadable: callers fall back to a line window
-        return None
+
+def parser_for(lang: str) -> Parser | None:
+    by_lang: dict[str, Parser | None] = _PARSERS.__dict__.setdefault("by_lang", {})
+    if lang not in by_lang:
+        try:
+            from qwen_lsp.context.grammars import get_parser
+
+            by_lang[lang] = get_parser(lang)
+        except Exception:  # grammar missing or not loadable: callers fall back to a line window
+            log.debug("no tree-sitter parser for %s", lang, exc_info=True)
+            by_lang[lang] = None
+    return by_lang[lang]
+
+
+def has_definitions(lang: str) -> bool:
+    """Whether definitions (and so a repo-map entry or an outline) can be read from `lang`."""
+    return bool(_patterns_for(lang))
 
 
 def _patterns_for(lang: str) -> list[str]:
@@ -262,6 +280,7 @@ def _def_queries(lang: str) -> tuple[Query, ...]:
         try:
             out.append(Query(_language(lang), pattern))
         except Exception:
+            log.debug("%s query pattern not compiled: %s", lang, pattern, exc_info=True)
             continue  # a node type this grammar version does not have
     return tuple(out)
 
@@ -273,6 +292,7 @@ def _kinds_query(lang: str, kinds: tuple[str, ...]) -> Query | None:
         present = [k for k in kinds if language.id_for_node_kind(k, True)]
         return Query(language, "[" + " ".join(f"({k})" for k in present) + "] @x") if present else None
     except Exception:
+        log.debug("%s kinds query not compiled", lang, exc_info=True)
         return None
 
 
@@ -292,6 +312,7 @@ def _parse_bytes(data: bytes, lang: str) -> Tree | None:
     try:
         return parser.parse(data)
     except Exception:
+        log.debug("%s parse failed", lang, exc_info=True)
         return None
 
 
@@ -428,10 +449,12 @@ def _ref_query(lang: str) -> Query | None:
             Query(language, pattern)
             ok.append(pattern)
         except Exception:
+            log.debug("%s reference pattern not compiled: %s", lang, pattern, exc_info=True)
             continue
     try:
         return Query(language, "\n".join(ok)) if ok else None
     except Exception:
+        log.debug("%s reference query not compiled", lang, exc_info=True)
         return None
 
 

@@ -31,6 +31,9 @@ from qwen_lsp.engine.edits import EditError, apply_edit
 from qwen_lsp.types import Accounting, CachedState, FileChange, FixResult, Plan, Risk, Task, TaskKind, Validation
 from qwen_lsp.engine.overlay import BufferReader, Overlay, PathOutsideWorkspace, UnwritablePath
 from qwen_lsp.engine.protected import ProtectedPath
+from qwen_lsp.engine.prompts import (
+    CUT_OFF, NO_PLAN_PATCH_REQUEST, NUDGE, PATCH_REQUEST, PLAN_REQUEST, REPLAN_REQUEST, SYSTEM, TEXT_PATCH_REQUEST,
+)
 from qwen_lsp.llm.parsing import loads_loose, parse_edit_blocks
 from qwen_lsp.engine.risk import classify, is_test_command
 from qwen_lsp.sanitize import visible
@@ -40,40 +43,6 @@ from qwen_lsp.engine.validate import check_parse, run_verify
 from qwen_lsp.engine import sandbox, vetting
 
 Progress = Callable[[str], None]
-
-SYSTEM = """You are qwen-lsp, a careful coding agent working inside the user's editor on their workspace.
-You fix the problem you are given with the smallest correct change, keeping the code's style.
-You cannot run commands; you can suggest one for the user with suggest_command.
-Edits go through edit_file/create_file and are shown to the user before anything is written."""
-
-PLAN_REQUEST = """First plan the fix. Answer with only a JSON object:
-{"hypotheses": [causes, most likely first], "evidence": [{"path", "start_line", "end_line", "reason"}],
- "steps": [what to change], "verify_command": a shell command that shows the fix works, or null}"""
-
-PATCH_REQUEST = """Now carry out the plan with the tools: read what you need, edit with edit_file \
-(old_string copied exactly from the file), suggest shell commands if the fix needs one, then call finish."""
-
-TEXT_PATCH_REQUEST = """Now make the change. Tools are not available: write each edit as a block
-
-path/to/file
-<<<<<<< SEARCH
-exact existing lines
-=======
-replacement lines
->>>>>>> REPLACE
-
-and nothing else. Write no blocks when no change is needed."""
-
-REPLAN_REQUEST = "The same check failed twice in a row. Step back and re-plan. " + PLAN_REQUEST
-
-NO_PLAN_PATCH_REQUEST = """Fix the problem above with the tools: read what you need, edit with edit_file \
-(old_string copied exactly from the file), suggest shell commands if the fix needs one, then call finish."""
-
-NUDGE = "Use the tools to make the change, or call finish if nothing needs changing."
-
-CUT_OFF = """Your {names} call{plural} {were} cut off{why} and {were} not run: the arguments were not complete JSON. \
-Send {it} again in smaller pieces: one edit_file per change, with old_string only as long as it needs to be unique; \
-create a large file with a short create_file and then edit_file additions."""
 
 
 class Engine:
@@ -170,9 +139,7 @@ class _Run:
         validation, summary = await self._patch_loop()
         if (changes := self.overlay.changes()) and changes != self.validated:  # no finish, or edits after it
             validation = await self._validate()
-        result = self._result(validation, summary)
-        self.engine.cache.put_state(key, state.model_copy(update={"transcript": self.messages, "result_summary": summary}))
-        return result
+        return self._result(validation, summary)
 
     # -- phases ---------------------------------------------------------------------------
 

@@ -124,7 +124,7 @@ class ToolBox:
     def _read_file(self, path: str, start_line: int | None = None, end_line: int | None = None) -> str:
         text = self.overlay.read(path)
         if text is None:
-            return f"Error: {path} does not exist (or is binary)."
+            return f"Error: {path} does not exist or cannot be read as text."
         rel = self.overlay.relpath(path)
         note = f"\n[{self.overlay.read_only[rel]}]" if rel in self.overlay.read_only else ""
         lines = text.splitlines()

@@ -12,33 +12,12 @@ import time
 from functools import lru_cache
 from pathlib import Path
 
-from tree_sitter import Parser
-from qwen_lsp.context.grammars import get_parser
-
+from qwen_lsp.context.treesitter import language_for, parser_for
 from qwen_lsp.types import CheckOutcome, FileChange
 from qwen_lsp.engine import sandbox
 from qwen_lsp.engine.overlay import Overlay
 
-LANGUAGE_BY_SUFFIX = {
-    ".py": "python", ".pyi": "python", ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript",
-    ".jsx": "javascript", ".ts": "typescript", ".tsx": "tsx", ".rs": "rust", ".go": "go", ".java": "java",
-    ".kt": "kotlin", ".c": "c", ".h": "c", ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".hpp": "cpp",
-    ".rb": "ruby", ".lua": "lua", ".sh": "bash", ".bash": "bash", ".json": "json", ".toml": "toml",
-    ".yaml": "yaml", ".yml": "yaml", ".cs": "csharp", ".php": "php", ".swift": "swift",
-}
 OUTPUT_TAIL = 4000  # characters of a failing command's output the model gets back
-
-
-def language_for(path: str) -> str | None:
-    return LANGUAGE_BY_SUFFIX.get(Path(path).suffix.lower())
-
-
-@lru_cache(maxsize=32)
-def _parser(language: str) -> Parser | None:
-    try:
-        return get_parser(language)
-    except Exception:  # noqa: BLE001 - no grammar: the parse check is skipped
-        return None
 
 
 PARSE_BUDGET_SECONDS = 1.0  # per parse; see error_count
@@ -52,7 +31,7 @@ def error_count(text: str, language: str, budget_seconds: float = PARSE_BUDGET_S
     tree-sitter's error recovery is superlinear on long runs of broken syntax (4,000 lines
     of `/* c` in JavaScript take 10 s, `#` comments in Lua 1.5 s), so the parse is stopped
     at the budget and the file counts as not checked rather than holding up the fix."""
-    parser = _parser(language)
+    parser = parser_for(language)
     if parser is None:
         return None
     data = text.encode("utf-8", "surrogateescape")

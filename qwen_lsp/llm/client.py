@@ -31,17 +31,13 @@ VLLM_HINT = (
 class ModelServerError(Exception):
     """A failure talking to the model server; the message says what to do."""
 
-    retryable = False
-
 
 class ServerUnavailable(ModelServerError):
-    retryable = True
+    pass
 
 
 class ReasoningExhausted(ModelServerError):
     """Thinking used every token and never closed: there is no answer to use."""
-
-    retryable = True
 
 
 class ToolsUnsupported(ModelServerError):
@@ -264,9 +260,7 @@ class ModelClient:
                 return RequestRejected(
                     f"The model server at {url} is up but rejected {what} with HTTP {exc.status_code}: {message}"
                 )
-            error = ModelServerError(f"The model server at {url} answered {what} with HTTP {exc.status_code}: {message}")
-            error.retryable = exc.status_code >= 500
-            return error
+            return ModelServerError(f"The model server at {url} answered {what} with HTTP {exc.status_code}: {message}")
         return ModelServerError(f"{what} at {url} failed: {exc}")
 
 

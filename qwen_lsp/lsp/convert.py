@@ -25,7 +25,7 @@ from typing import Any
 
 from lsprotocol import types
 from lsprotocol.converters import get_converter
-from pygls.uris import from_fs_path, to_fs_path
+from pygls.uris import from_fs_path
 from pygls.workspace import PositionCodec
 
 from qwen_lsp import wire as protocol
@@ -402,10 +402,6 @@ def _with_range(d: types.Diagnostic, r: types.Range) -> types.Diagnostic:
     copy = CONVERTER.structure(CONVERTER.unstructure(d), types.Diagnostic)
     copy.range = r
     return copy
-
-
-def same_path(uri_a: str, uri_b: str) -> bool:
-    return to_fs_path(uri_a) == to_fs_path(uri_b)
 
 
 # --------------------------------------------------------------------------- code actions

@@ -18,8 +18,8 @@ from pygls.uris import from_fs_path, to_fs_path
 
 from qwen_lsp import wire as protocol
 from qwen_lsp.context.frames import parse_output
+from qwen_lsp.files import text_of
 from qwen_lsp.lsp import convert as lsp_convert
-from qwen_lsp.lsp.workspace import read_disk
 
 if TYPE_CHECKING:
     from qwen_lsp.lsp.server import QwenLanguageServer
@@ -83,7 +83,7 @@ class DiagnosticStore:
                 frames = parse_output(params.output, cwd=cwd, workspace=root)
                 data = protocol.DiagnosticData(run=key, command=params.command, exit_code=params.exit_code, cwd=cwd_rel)
                 by_uri = lsp_convert.frames_to_diagnostics(
-                    frames, root, lambda p: buffers[p] if p in buffers else read_disk(p),
+                    frames, root, lambda p: buffers[p] if p in buffers else text_of(p),
                     codec=workspace.position_codec, data=data.dump(),
                 )
                 return {to_fs_path(uri) or uri: diags for uri, diags in by_uri.items()}

@@ -59,7 +59,7 @@ class Activity:
             try:
                 await asyncio.wait_for(server.work_done_progress.create_async(token), PROGRESS_CREATE_TIMEOUT)
             except Exception as exc:  # a client that does not answer must not stall the fix
-                log.warning("workDoneProgress/create failed: %s", exc)
+                log.warning("workDoneProgress/create failed: %s", exc, exc_info=True)
                 token = None
         if token is not None:
             server.work_done_progress.begin(token, types.WorkDoneProgressBegin(title=title, message="starting", cancellable=True))

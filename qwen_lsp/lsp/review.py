@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
-from qwen_lsp import wire as protocol
+from qwen_lsp import gitio, wire as protocol
+from qwen_lsp.files import text_of
 from qwen_lsp.lsp import convert as lsp_convert
 from qwen_lsp.lsp.engine_thread import ModelUnavailable
 from qwen_lsp.lsp.progress import log_failure
-from qwen_lsp.lsp.workspace import read_disk
 
 if TYPE_CHECKING:
     from qwen_lsp.lsp.server import QwenLanguageServer
@@ -32,7 +32,7 @@ class Reviews:
         server = self.server
         root, rel = server.folders.place(path)
         doc = server.folders.open_document(path)
-        text = doc.source if doc is not None else read_disk(path)
+        text = doc.source if doc is not None else text_of(path)
         version = doc.version if doc is not None else None
         if text is None:
             return 0
@@ -106,12 +106,4 @@ class Reviews:
 
 async def _git_head_text(root: Path, rel: str) -> str:
     """The file as committed at HEAD; "" when untracked or outside git (then all of it is new)."""
-    try:
-        proc = await asyncio.create_subprocess_exec(
-            "git", "show", f"HEAD:./{rel}", cwd=root,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
-        )
-        out, _ = await proc.communicate()
-    except OSError:
-        return ""
-    return out.decode("utf-8", "surrogateescape") if proc.returncode == 0 else ""
+    return await asyncio.to_thread(gitio.show, root, f"HEAD:./{rel}") or ""

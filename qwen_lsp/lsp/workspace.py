@@ -97,7 +97,7 @@ class Folders:
         try:
             values = await server.workspace_configuration_async(types.ConfigurationParams(items=items))
         except Exception as exc:  # a client that advertises but fails: keep initializationOptions
-            log.warning("workspace/configuration failed: %s", exc)
+            log.warning("workspace/configuration failed: %s", exc, exc_info=True)
             return
         config: dict[str, dict[str, Any]] = {}
         for key, value in zip(["", *map(str, roots)], values or []):
@@ -125,10 +125,3 @@ class Folders:
         if doc is None:  # the client may spell the URI differently (percent-encoding)
             doc = next((d for d in documents.values() if Path(d.path) == path), None)
         return doc
-
-
-def read_disk(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8", errors="surrogateescape")
-    except (OSError, ValueError):
-        return None

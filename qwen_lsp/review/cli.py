@@ -13,8 +13,8 @@ import asyncio
 import hashlib
 import json
 import os
+import logging
 import shlex
-import subprocess
 import sys
 from collections import Counter
 from collections.abc import Mapping
@@ -26,10 +26,13 @@ from pydantic import ValidationError
 
 from qwen_lsp import __version__
 from qwen_lsp.engine.cache import StateCache
+from qwen_lsp.gitio import GitError, git, repo_root, show, staged_diff
 from qwen_lsp.llm.client import ModelClient
 from qwen_lsp.sanitize import json_safe, visible
 from qwen_lsp.review.engine import DEFAULT_SEVERITY, SEVERITY_ORDER, DiffError, Finding, ReviewResult, parse_diff, review_diff
-from qwen_lsp.settings import Settings, describe_invalid, load_settings
+from qwen_lsp.settings import Settings, describe_invalid, load_settings, load_settings_lenient
+
+log = logging.getLogger(__name__)
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_UNAVAILABLE = 0, 1, 2, 3
 TOOL = "qwen-review"
@@ -41,33 +44,10 @@ NOTHING_STAGED_HINT = (" (`pre-commit run --all-files` stages nothing: review co
                        "or pre-commit's --from-ref/--to-ref)")
 
 
-class GitError(Exception):
-    pass
-
-
 # -- git -------------------------------------------------------------------------------
 
 
-def git(cwd: Path, *args: str) -> str:
-    try:
-        proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, check=False)
-    except OSError as exc:
-        raise GitError(f"cannot run git: {exc}") from exc
-    if proc.returncode != 0:
-        raise GitError(proc.stderr.decode("utf-8", "replace").strip() or f"git {args[0]} failed")
-    return proc.stdout.decode("utf-8", "surrogateescape")
-
-
-def repo_root(cwd: Path) -> Path:
-    return Path(git(cwd, "rev-parse", "--show-toplevel").strip())
-
-
 DIFF_OPTIONS = ("--no-color", "--no-ext-diff", "--no-textconv", "--src-prefix=a/", "--dst-prefix=b/", "--unified=3")
-
-
-def staged_diff(root: Path) -> str:
-    """The whole staged change, in a form the parser can rely on whatever the user's git config says."""
-    return git(root, "-c", "core.quotepath=off", "diff", "--cached", *DIFF_OPTIONS)
 
 
 def range_diff(root: Path, from_ref: str, to_ref: str) -> str:
@@ -98,10 +78,7 @@ class IndexReader:
 
     def __call__(self, relpath: str) -> str | None:
         if relpath not in self._texts:
-            try:
-                self._texts[relpath] = git(self.root, "show", f"{self.rev}:{relpath}")
-            except GitError:
-                self._texts[relpath] = None
+            self._texts[relpath] = show(self.root, f":{relpath}")
         return self._texts[relpath]
 
     def line(self, relpath: str, line: int) -> str | None:
@@ -365,8 +342,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def hook_settings(root: Path, args: argparse.Namespace, deadline: float) -> Settings:
-    """Settings with a hook's patience: a short connect timeout, few retries, the deadline."""
-    settings = load_settings(root, {"base_url": args.base_url})
+    """Settings with a hook's patience: a short connect timeout, few retries, the deadline.
+    A bad value is ignored with a warning: a typo in the settings must not block every commit."""
+    settings, dropped = load_settings_lenient(root, {"base_url": args.base_url})
+    for bad in dropped:
+        print(f"{TOOL}: ignoring invalid setting {bad}", file=sys.stderr)
     connect = args.connect_timeout if args.connect_timeout is not None else min(settings.connect_timeout, 2.0)
     return settings.model_copy(
         update={
@@ -381,6 +361,7 @@ def open_cache(settings: Settings) -> StateCache | None:
     try:
         return StateCache(settings.cache_dir / "review", settings.cache_size_mb)
     except Exception:  # noqa: BLE001 - no cache (read-only home, odd filesystem) only costs time
+        log.debug("review cache unavailable; reviewing uncached", exc_info=True)
         return None
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 import re
 from collections import Counter
 from collections.abc import Callable
@@ -23,22 +24,16 @@ from pydantic import BaseModel, Field, ValidationError
 from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
+from qwen_lsp.context import git_context, source, treesitter
 from qwen_lsp.engine.cache import StateCache
+from qwen_lsp.engine.prompts import REVIEW_VERSION, SYSTEM_PROMPT
 from qwen_lsp.llm.client import ModelClient, ModelServerError, ServerUnavailable
 from qwen_lsp.llm.parsing import loads_loose
 from qwen_lsp.settings import Settings
 from qwen_lsp.llm.tokens import count_tokens, truncate_to_tokens
 
-# The context layer is optional here: a review without it is still a review.
-try:
-    from qwen_lsp.context import source as _source
-    from qwen_lsp.context import treesitter as _treesitter
-except Exception:  # noqa: BLE001 - missing or broken module: review the bare diff
-    _source = _treesitter = None  # type: ignore[assignment]
-try:
-    from qwen_lsp.context import git_context as _git_context
-except Exception:  # noqa: BLE001
-    _git_context = None  # type: ignore[assignment]
+log = logging.getLogger(__name__)
+
 
 Severity = Literal["error", "warning", "info"]
 ReadFile = Callable[[str], str | None]
@@ -46,8 +41,6 @@ ReadFile = Callable[[str], str | None]
 SEVERITY_ORDER: dict[str, int] = {"error": 0, "warning": 1, "info": 2}
 # A severity the model made up ("p1", "catastrophic") counts as this, and is counted and shown.
 DEFAULT_SEVERITY: Severity = "warning"
-# Bump when the prompt or the mapping changes, so cached reviews are not reused.
-REVIEW_VERSION = 2
 MAX_HISTORY_FILES = 8
 
 _SEVERITY_WORDS = {
@@ -112,28 +105,6 @@ FINDINGS_SCHEMA: dict[str, Any] = {
     "required": ["findings"],
     "additionalProperties": False,
 }
-
-SYSTEM_PROMPT = """\
-You review a code change before it is committed. You get the change as a diff whose left column is the \
-line number in the new version of the file, code around the change, and the recent history of the touched lines.
-
-Report only real problems that the change introduces or exposes: bugs, crashes, wrong logic, security holes, \
-data loss, resource leaks, race conditions, wrong error handling, API misuse, and clear maintainability problems. \
-Do not report formatting a tool would fix, do not praise, do not summarise the change. When the change is fine, \
-return no findings.
-
-Each finding:
-- path: the file path as written in the diff heading;
-- line: the new-version line number of the problem, taken from the left column, on a `+` line when possible; \
-end_line: the last line when it spans several;
-- severity: "error" (it is a bug or a vulnerability: it breaks at run time or gives wrong results), \
-"warning" (likely a problem, or risky), "info" (a minor improvement);
-- category: one short lowercase word or hyphenated term: bug, security, performance, error-handling, \
-concurrency, resource-leak, api-misuse, maintainability, test;
-- message: one or two sentences: what is wrong and why;
-- suggestion: optional, the concrete fix.
-
-Answer with JSON only: {"findings": [...]}."""
 
 
 # -- the diff -------------------------------------------------------------------
@@ -358,20 +329,8 @@ def _fit(text: str, budget: int) -> str:
     return truncate_to_tokens(text, max(0, budget - 16)).rstrip("\n") + "\n[... truncated ...]"
 
 
-def _read(workspace: Path, relpath: str, read_file: ReadFile | None) -> str | None:
-    if _source is not None and hasattr(_source, "read_source"):
-        return _source.read_source(workspace, relpath, read_file)
-    try:
-        text = read_file(relpath) if read_file is not None else None
-        return text if text is not None else (workspace / relpath).read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-
-
 def code_context(files: list[ChangedFile], workspace: Path, read_file: ReadFile | None) -> str:
     """The enclosing function (or a window) of each hunk, when the hunk does not show all of it."""
-    if _source is None or _treesitter is None or not hasattr(_source, "focus"):
-        return ""
     parts: list[str] = []
     for changed in files:
         if not changed.reviewable or changed.status == "added":  # a new file is all in the diff
@@ -379,23 +338,24 @@ def code_context(files: list[ChangedFile], workspace: Path, read_file: ReadFile 
         try:
             parts += _file_snippets(changed, workspace, read_file)
         except Exception:  # noqa: BLE001 - a grammar or parse failure costs this file's context only
+            log.debug("no code context for %s", changed.path, exc_info=True)
             continue
     return "\n\n".join(parts)
 
 
 def _file_snippets(changed: ChangedFile, workspace: Path, read_file: ReadFile | None) -> list[str]:
-    text = _read(workspace, changed.path, read_file)
+    text = source.read_source(workspace, changed.path, read_file)
     if text is None:
         return []
-    lang = _treesitter.language_for(changed.path)
-    defs = _treesitter.definitions(text, lang) if lang else []
-    fence = _source.fence_language(changed.path) if hasattr(_source, "fence_language") else ""
+    lang = treesitter.language_for(changed.path)
+    defs = treesitter.definitions(text, lang) if lang else []
+    fence = source.fence_language(changed.path)
     source_lines = text.splitlines()
     shown: set[tuple[int, int]] = set()
     out: list[str] = []
     for h in changed.hunks:
         anchor = h.added[0] if h.added else h.target_start
-        snip = _source.focus(text, lang, anchor, defs=defs)
+        snip = source.focus(text, lang, anchor, defs=defs)
         span = (snip.start_line, snip.end_line)
         if span in shown or (h.target_start <= snip.start_line and snip.end_line <= h.target_end):
             continue
@@ -407,21 +367,20 @@ def _file_snippets(changed: ChangedFile, workspace: Path, read_file: ReadFile | 
 
 def history_context(files: list[ChangedFile], workspace: Path) -> str:
     """The last commits that touched the changed lines (old side), per file."""
-    if _git_context is None or not hasattr(_git_context, "git_context"):
-        return ""
     old = [f for f in files if f.reviewable and f.status != "added" and f.old_path][:MAX_HISTORY_FILES]
     if not old:
         return ""
     lines = {f.old_path: sorted({n for h in f.hunks for n in h.touched_source}) for f in old if f.old_path}
     try:
-        ctx = _git_context.git_context(workspace, list(lines), lines, max_commits=3, diff_lines=24)
+        ctx = git_context.git_context(workspace, list(lines), lines, max_commits=3, diff_lines=24)
     except Exception:  # noqa: BLE001 - no history is a smaller prompt, not a failed review
+        log.debug("no git history for the review", exc_info=True)
         return ""
     if not any(f.commits for f in ctx.files):
         return ""
     for f in ctx.files:  # the change itself is in the diff section; blame is of the new side
         f.diff, f.blame, f.status = "", [], ""
-    return _git_context.render_git(ctx)
+    return git_context.render_git(ctx)
 
 
 def build_messages(diff: str, files: list[ChangedFile], workspace: Path, settings: Settings, read_file: ReadFile | None) -> list[dict[str, Any]]:

@@ -40,6 +40,7 @@ def test_list_files_honours_gitignore_and_skips(project: Path) -> None:
     write(project, "vendor/dep.py", "a = 1\n")
     write(project, "node_modules/pkg/index.js", "var a;\n")
     write(project, "docs/readme.md", "# docs\n")
+    write(project, "app/settings.json", '{"debug": true}\n')  # a grammar, but no definitions to map
     files = list_files(project)
     assert files == [
         "app/billing.py", "app/keep.gen.py", "app/models.py", "app/util.py", "app/views.py", "ext/lib.py", "web/main.ts",

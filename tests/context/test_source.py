@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 import shutil
 from pathlib import Path
 
 import pytest
 
 from qwen_lsp.context.source import enclosing, focus, read_source, referenced_names, render_context, source_context
-from qwen_lsp.context.treesitter import definitions, imports, language_for
+from qwen_lsp.context.treesitter import definitions, imports, language_for, parser_for
 
 LANGS = Path(__file__).parent / "langs"
 
@@ -114,3 +115,10 @@ def test_syntax_errors_still_give_context(tmp_path: Path) -> None:
     ctx = source_context(tmp_path, "broken.py", 5)
     assert ctx is not None and ctx.focus is not None and "def main(:" in ctx.focus.text
     assert "def ok():" in ctx.outline
+
+
+def test_a_swallowed_failure_is_logged_with_its_traceback(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="qwen_lsp.context.treesitter")
+    assert parser_for("no-such-language") is None  # the caller falls back to a line window...
+    (record,) = [r for r in caplog.records if "no-such-language" in r.getMessage()]
+    assert record.levelno == logging.DEBUG and record.exc_info is not None  # ...and the reason is in the log

@@ -14,7 +14,7 @@ import pytest
 from qwen_lsp import apply
 from qwen_lsp.apply import ApplyError, UnsafeChange, apply_changes
 from qwen_lsp.types import FileChange
-from tests.qfix.conftest import BUGGY, FIXED, PLAN, QFIX
+from tests.qfix.helpers import BUGGY, FIXED, PLAN, QFIX
 from tests.vllm_double import Reply
 
 

@@ -12,8 +12,8 @@ import pytest
 from lsprotocol import types
 
 from qwen_lsp.review import cli as review_cli
-from tests.lsp.conftest import open_doc
-from tests.qfix.conftest import BUGGY, QFIX
+from tests.lsp.helpers import open_doc
+from tests.qfix.helpers import BUGGY, QFIX
 from tests.vllm_double import Reply
 
 CLEAR = "is a file, not a folder: point cache_dir (QWEN_LSP_CACHE_DIR) at a folder"

@@ -16,9 +16,9 @@ from qwen_lsp.lsp import convert
 from qwen_lsp.review import cli as review_cli
 from qwen_lsp.sanitize import diff_lines, json_safe, visible
 from qwen_lsp.types import FileChange, FixResult, Risk, ShellSuggestion, Task, TaskKind, Validation
-from tests.lsp.conftest import code_actions, open_doc
-from tests.qfix.conftest import BUGGY, PLAN, QFIX
-from tests.review.conftest import bug_finding, findings_reply
+from tests.lsp.helpers import code_actions, open_doc
+from tests.qfix.helpers import BUGGY, PLAN, QFIX
+from tests.review.helpers import bug_finding, findings_reply
 from tests.vllm_double import Reply
 
 SGR = re.compile(r"\x1b\[[0-9;]*m")  # rich's own colors

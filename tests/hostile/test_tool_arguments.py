@@ -13,7 +13,7 @@ import pytest
 from qwen_lsp.engine.overlay import Overlay
 from qwen_lsp.engine.tool_args import ARGUMENTS
 from qwen_lsp.engine.tools import TOOLS, ToolBox
-from tests.qfix.conftest import FIXED, PLAN, QFIX
+from tests.qfix.helpers import FIXED, PLAN, QFIX
 from tests.vllm_double import Reply
 
 HOSTILE = [

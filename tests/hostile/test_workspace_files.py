@@ -11,7 +11,7 @@ from pathlib import Path
 from qwen_lsp.engine.loop import Engine
 from qwen_lsp.settings import Settings
 from qwen_lsp.types import Task
-from tests.qfix.conftest import PLAN, QFIX, git
+from tests.qfix.helpers import PLAN, QFIX, git
 from tests.vllm_double import Reply
 
 LATIN1 = "# -*- coding: latin-1 -*-\n# café crème\nprint(undefined_name)\n".encode("latin-1")

@@ -11,16 +11,18 @@ import pytest
 from lsprotocol import types
 
 from qwen_lsp.lsp.convert import apply_text_edits
-from tests.lsp.conftest import (
+from tests.lsp.helpers import (
     BUGGY,
+    FIX_REPLIES,
     PYTEST,
     PYTEST_OUTPUT,
     code_actions,
+    foreign_diagnostic,
     open_doc,
+    plan_reply,
     terminal_output,
     wait_until,
 )
-from tests.lsp.test_fix import FIX_REPLIES, foreign_diagnostic, plan_reply
 from tests.net import closed_port_url
 from tests.vllm_double import Reply
 

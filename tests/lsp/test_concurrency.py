@@ -11,8 +11,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcRequestCancelled
 
 from qwen_lsp.wire import ActionData
-from tests.lsp.conftest import code_actions, open_doc, wait_until
-from tests.lsp.test_fix import foreign_diagnostic, slow_plan_reply
+from tests.lsp.helpers import code_actions, foreign_diagnostic, open_doc, slow_plan_reply, wait_until
 
 N_RESOLVES = 20
 

@@ -6,7 +6,7 @@ from lsprotocol import types
 
 from qwen_lsp.lsp.convert import file_uri
 from qwen_lsp.sidechannel import socket_path
-from tests.lsp.conftest import PYTEST, PYTEST_OUTPUT, name_error_output, open_doc, terminal_output, wait_until
+from tests.lsp.helpers import PYTEST, PYTEST_OUTPUT, name_error_output, open_doc, terminal_output, wait_until
 
 
 async def test_terminal_output_publishes_diagnostics_at_the_right_line_until_the_command_succeeds(lsp, project):

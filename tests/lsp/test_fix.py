@@ -11,32 +11,10 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcRequestCancelled
 
 from qwen_lsp.lsp.convert import apply_text_edits, file_uri
-from tests.lsp.conftest import (
-    PLAN, PYTEST, PYTEST_OUTPUT, code_actions, open_doc, terminal_output, wait_until,
+from tests.lsp.helpers import (
+    FIX_REPLIES, PYTEST, PYTEST_OUTPUT, code_actions, foreign_diagnostic, open_doc, plan_reply, slow_plan_reply,
+    terminal_output, wait_until,
 )
-from tests.vllm_double import Reply
-
-FIX_REPLIES = [
-    Reply(tool_calls=[("read_file", {"path": "calc.py"})]),
-    Reply(tool_calls=[("edit_file", {"path": "calc.py", "old_string": "total = a - b", "new_string": "total = a + b"})]),
-    Reply(tool_calls=[("finish", {"summary": "add now adds"})]),
-]
-
-
-def plan_reply(**kwargs) -> Reply:
-    return Reply(reasoning="add() computes a - b; the test expects 5.", content=json.dumps(PLAN), **kwargs)
-
-
-def slow_plan_reply(seconds: float) -> Reply:
-    words = 100
-    return Reply(reasoning="thinking " * words, content=json.dumps(PLAN), chunk_delay=seconds / words)
-
-
-def foreign_diagnostic(line: int = 1) -> types.Diagnostic:
-    return types.Diagnostic(
-        range=types.Range(types.Position(line, 4), types.Position(line, 17)),
-        message="add() returns the difference", source="pylint", code="W9999",
-    )
 
 
 async def test_resolve_fixes_a_real_bug_with_a_versioned_annotated_edit(lsp, vllm, project):

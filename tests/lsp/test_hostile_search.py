@@ -9,8 +9,8 @@ import json
 from lsprotocol import types
 
 from qwen_lsp.wire import ActionData
-from tests.lsp.conftest import PLAN, code_actions, open_doc, wait_until
-from tests.lsp.test_fix import foreign_diagnostic
+from tests.lsp.helpers import PLAN, code_actions, open_doc, wait_until
+from tests.lsp.helpers import foreign_diagnostic
 from tests.vllm_double import Reply
 
 # With a backtracking engine this takes about 2**40 steps on the line below: hours, holding the GIL.

@@ -9,7 +9,7 @@ import json
 from lsprotocol import types
 
 from qwen_lsp.lsp.convert import file_uri
-from tests.lsp.conftest import PLAN, PYTEST, PYTEST_OUTPUT, code_actions, open_doc, terminal_output, wait_until
+from tests.lsp.helpers import PLAN, PYTEST, PYTEST_OUTPUT, code_actions, open_doc, terminal_output, wait_until
 from tests.vllm_double import Reply
 
 

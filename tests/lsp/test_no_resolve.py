@@ -12,10 +12,10 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
 from qwen_lsp.lsp.convert import apply_text_edits, file_uri
-from tests.lsp.conftest import (
+from tests.lsp.helpers import (
     BUGGY, PYTEST, PYTEST_OUTPUT, SERVER, code_actions, open_doc, recording_client, terminal_output, wait_until,
 )
-from tests.lsp.test_fix import FIX_REPLIES, foreign_diagnostic, plan_reply, slow_plan_reply
+from tests.lsp.helpers import FIX_REPLIES, foreign_diagnostic, plan_reply, slow_plan_reply
 from tests.vllm_double import Reply
 
 

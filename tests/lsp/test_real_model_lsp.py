@@ -11,7 +11,7 @@ from lsprotocol import types
 
 from qwen_lsp.lsp.convert import file_uri
 from tests.calc_project import BUGGY, PYTEST, PYTEST_OUTPUT
-from tests.lsp.conftest import code_actions, open_doc, terminal_output, wait_until
+from tests.lsp.helpers import code_actions, open_doc, terminal_output, wait_until
 
 pytestmark = pytest.mark.real_model
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from lsprotocol import types
 
-from tests.lsp.conftest import code_actions, open_doc, wait_until
+from tests.lsp.helpers import code_actions, open_doc, wait_until
 from tests.net import closed_port_url
 from tests.vllm_double import Reply
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from lsprotocol import types
 
-from tests.lsp.conftest import open_doc, wait_until
+from tests.lsp.helpers import open_doc, wait_until
 from tests.vllm_double import Reply
 
 

@@ -13,7 +13,7 @@ import pytest
 from qwen_lsp.lsp.convert import file_uri
 from qwen_lsp.wire import TerminalOutput
 from qwen_lsp.sidechannel import Listener, UnsafeSocketDir, frame, notify_running_server, socket_path
-from tests.lsp.conftest import name_error_output, wait_until
+from tests.lsp.helpers import name_error_output, wait_until
 
 
 def params(root: Path) -> dict:

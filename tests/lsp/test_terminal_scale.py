@@ -4,7 +4,7 @@ the failure to fix among them."""
 from __future__ import annotations
 
 from qwen_lsp.lsp.convert import MAX_DIAGNOSTICS, file_uri
-from tests.lsp.conftest import name_error_output, terminal_output, wait_until
+from tests.lsp.helpers import name_error_output, terminal_output, wait_until
 
 
 async def test_a_100k_line_log_publishes_a_bounded_set_with_the_primary(lsp, project):

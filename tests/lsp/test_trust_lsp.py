@@ -13,7 +13,7 @@ from lsprotocol import types
 from qwen_lsp.lsp.convert import file_uri
 from tests.calc_project import make_project
 from tests.hostile import path_without_bwrap
-from tests.lsp.conftest import MAIN, PLAN, PYTEST, PYTEST_OUTPUT, code_actions, terminal_output, wait_until
+from tests.lsp.helpers import MAIN, PLAN, PYTEST, PYTEST_OUTPUT, code_actions, terminal_output, wait_until
 from tests.vllm_double import Reply
 
 

@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from tests.net import closed_port_url
-from tests.qfix.conftest import BUGGY, FIXED, QFIX, Shell, fix_replies
+from tests.qfix.helpers import BUGGY, FIXED, QFIX, Shell, fix_replies
 
 
 @pytest.mark.parametrize("shell_name", ["bash", "zsh"])

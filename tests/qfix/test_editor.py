@@ -10,8 +10,8 @@ import subprocess
 import pytest
 
 from qwen_lsp.lsp.convert import file_uri
-from tests.lsp.conftest import code_actions, wait_until
-from tests.qfix.conftest import QFIX, fix_replies
+from tests.lsp.helpers import code_actions, wait_until
+from tests.qfix.helpers import QFIX, fix_replies
 
 MAIN_FIX = {"path": "main.py", "old": "print(undefined_name)", "new": "print(x)"}
 

@@ -12,7 +12,7 @@ import time
 import pexpect
 import pytest
 
-from tests.qfix.conftest import BUGGY, FIXED, PLAN, QFIX, fix_replies, suggestion_replies
+from tests.qfix.helpers import BUGGY, FIXED, PLAN, QFIX, fix_replies, suggestion_replies
 from tests.vllm_double import Reply
 
 ASK = "[a]pply / [s]kip / [e]dit command / [q]uit"

@@ -8,7 +8,7 @@ import subprocess
 
 from qwen_lsp import __version__
 from tests.net import closed_port_url
-from tests.qfix.conftest import BUGGY, PLAN, QFIX, fix_replies
+from tests.qfix.helpers import BUGGY, PLAN, QFIX, fix_replies
 from tests.qfix.test_interactive import _write_record, finish, spawn
 from tests.vllm_double import Reply
 

@@ -19,8 +19,8 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from tests.test_ops import honest_server
-from tests.qfix.conftest import BUGGY, FIXED, fix_replies
+from tests.ops.test_ops import honest_server
+from tests.qfix.helpers import BUGGY, FIXED, fix_replies
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 
-from tests.qfix.conftest import BUGGY, QFIX, fix_replies
+from tests.qfix.helpers import BUGGY, QFIX, fix_replies
 from tests.vllm_double import VLLMDouble
 
 SECRET = "sk-user-secret"

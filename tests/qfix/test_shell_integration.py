@@ -12,7 +12,7 @@ import time
 import pexpect
 import pytest
 
-from tests.qfix.conftest import PROMPT_RE, QFIX, Shell, record_of, suggestion_replies
+from tests.qfix.helpers import PROMPT_RE, QFIX, Shell, record_of, suggestion_replies
 
 SHELLS = ["bash", "zsh", "fish"]
 
@@ -132,7 +132,7 @@ def test_bash_ctrl_c_on_the_offered_line_runs_nothing(repo, qfix_env, vllm, shel
 def test_tmux_capture_gives_the_model_the_output_without_a_rerun(repo, qfix_env, vllm, tmp_path):
     if shutil.which("tmux") is None:
         pytest.skip("tmux is not installed")
-    from tests.qfix.conftest import fix_replies
+    from tests.qfix.helpers import fix_replies
 
     vllm.script(*fix_replies())
     socket_name = f"qfix-test-{os.getpid()}"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.hostile import API_KEY, CANARY_TEXT, Stage, path_without_bwrap
-from tests.qfix.conftest import BUGGY, PLAN, QFIX, fix_replies, git
+from tests.qfix.helpers import BUGGY, PLAN, QFIX, fix_replies, git
 from tests.vllm_double import Reply
 
 CALC = "def add(a, b):\n    return a - b\n"

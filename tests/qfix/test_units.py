@@ -160,6 +160,15 @@ def test_the_workspace_is_the_git_top_level(tmp_path):
     assert agent.find_workspace(outside) == outside
 
 
+def test_a_bad_setting_is_ignored_with_a_warning(tmp_path, monkeypatch):
+    monkeypatch.setenv("QWEN_LSP_MAX_ROUNDS", "many")
+    (tmp_path / "pyproject.toml").write_text("[tool.qwen-lsp]\nmax_rounds = 3\n")
+    ui = UI(to_stderr=False)
+    ui.console = Console(record=True, width=200)
+    assert agent.settings_for(tmp_path, ui).max_rounds == 3  # the workspace's value, not a crash
+    assert "qfix: ignoring invalid setting max_rounds (from environment:" in ui.console.export_text()
+
+
 @pytest.mark.parametrize("command,danger", [
     ("rm -rf build", "deletes files for good"),
     ("git reset --hard", "discards uncommitted work"),

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.net import closed_port_url
-from tests.review.conftest import (
+from tests.review.helpers import (
     BUG_LINE,
     CALC_BUG,
     CALC_V1,
@@ -21,9 +21,9 @@ from tests.review.conftest import (
     HISTORY_SUBJECT,
     bug_finding,
     findings_reply,
+    validate_sarif,
 )
 from tests.review.gitrepo import GitRepo, git_env
-from tests.review.test_review_cli import validate_sarif
 from tests.vllm_double import VLLMDouble
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]  # the first hook run pip-installs the project

@@ -7,27 +7,17 @@ import os
 import subprocess
 from pathlib import Path
 
-import jsonschema
 import pytest
 
 from qwen_lsp.review.engine import ReviewResult
 from qwen_lsp.review import cli
 from tests.net import closed_port_url
-from tests.review.conftest import BUG_LINE, bug_finding, findings_reply
+from tests.review.helpers import BUG_LINE, bug_finding, findings_reply, validate_sarif
 from tests.review.gitrepo import GitRepo
 from tests.vllm_double import VLLMDouble
 
-SARIF_SCHEMA = json.loads((Path(__file__).parent / "data" / "sarif-schema-2.1.0.json").read_text(encoding="utf-8"))
-
-
 def run(repo: GitRepo, *args: str) -> int:
     return cli.main(["-C", str(repo.root), *args])
-
-
-def validate_sarif(log: dict) -> None:
-    validator = jsonschema.Draft4Validator(SARIF_SCHEMA, format_checker=jsonschema.FormatChecker())
-    errors = sorted(validator.iter_errors(log), key=str)
-    assert not errors, "\n".join(e.message for e in errors)
 
 
 def test_text_report_blocks_on_error(calc_repo: GitRepo, review_env: VLLMDouble, capsys: pytest.CaptureFixture[str]) -> None:
@@ -123,6 +113,14 @@ def test_server_down_warns_and_passes(calc_repo: GitRepo, monkeypatch: pytest.Mo
 
     assert run(calc_repo, "--on-unavailable", "block") == cli.EXIT_UNAVAILABLE
     assert "Blocking the commit (--on-unavailable block)" in capsys.readouterr().err
+
+
+def test_a_bad_setting_is_ignored_with_a_warning_and_the_review_runs(
+        calc_repo: GitRepo, review_env: VLLMDouble, capsys: pytest.CaptureFixture[str]) -> None:
+    (calc_repo.root / "pyproject.toml").write_text('[tool.qwen-lsp]\nmax_retries = "often"\n')  # not staged
+    review_env.script(findings_reply(bug_finding()))
+    assert run(calc_repo) == cli.EXIT_FINDINGS
+    assert "qwen-review: ignoring invalid setting max_retries (from pyproject.toml:" in capsys.readouterr().err
 
 
 def test_rerun_after_aborted_commit_is_cached(calc_repo: GitRepo, review_env: VLLMDouble,

@@ -12,7 +12,7 @@ from qwen_lsp.llm.client import ModelClient
 from qwen_lsp.review.engine import FINDINGS_SCHEMA, Finding, map_findings, parse_diff, parse_findings, review_diff
 from qwen_lsp.settings import Settings
 from tests.net import closed_port_url
-from tests.review.conftest import (
+from tests.review.helpers import (
     BUG_LINE,
     CALC_BUG,
     HISTORY_SUBJECT,
@@ -160,7 +160,6 @@ async def test_review_asks_for_structured_findings_and_maps_them(calc_repo: GitR
     assert f"{BUG_LINE:>5} +     for v in values[1:]:" in prompt
 
 
-@pytest.mark.skipif(review._source is None or review._git_context is None, reason="context layer not importable")
 async def test_review_prompt_has_enclosing_function_and_history(calc_repo: GitRepo, vllm: VLLMDouble) -> None:
     vllm.script(findings_reply())
     client = ModelClient(_settings(vllm.base_url))
@@ -188,9 +187,8 @@ async def test_read_file_supplies_the_new_version(calc_repo: GitRepo, vllm: VLLM
         await review_diff(_staged_diff(calc_repo), calc_repo.root, client.settings, client, read_file=staged)
     finally:
         await client.close()
-    if review._source is not None:
-        assert seen == ["calc.py"]
-        assert "Empty input has no mean" in vllm.chat_requests()[0]["messages"][1]["content"]
+    assert seen == ["calc.py"]
+    assert "Empty input has no mean" in vllm.chat_requests()[0]["messages"][1]["content"]
 
 
 async def test_think_uses_the_thinking_mode(calc_repo: GitRepo, vllm: VLLMDouble) -> None:

@@ -108,6 +108,8 @@ async def test_a_repeated_task_makes_no_thinking_call(vllm, project, tmp_path):
     assert again.accounting.thinking_calls == 0 and again.accounting.plan_from_cache
     assert all(b["chat_template_kwargs"]["enable_thinking"] is False for b in vllm.chat_requests())
     assert again.outcome == "fixed"
+    # Only the plan is reused: the first attempt's patch rounds are neither cached nor sent again.
+    assert not any(m["role"] == "tool" for m in vllm.chat_requests()[0]["messages"])
 
 
 async def test_a_changed_file_invalidates_the_cached_plan(vllm, project, tmp_path):
