@@ -1,4 +1,4 @@
-"""Hostile model answers and hostile workspaces: fixtures shared with the qfix, review and LSP tests."""
+"""Untrusted model answers and hostile workspaces: fixtures shared with the qfix, review and LSP tests."""
 
 from tests.lsp.conftest import cache_dir, client_config, lsp, project, server_options  # noqa: F401
 from tests.qfix.conftest import qfix_env, repo  # noqa: F401
