@@ -81,6 +81,7 @@ def qfix_env(tmp_path: Path, vllm: VLLMDouble) -> dict[str, str]:
         "QWEN_LSP_MAX_RETRIES": "0",
         "QFIX_STATE_DIR": str(tmp_path / "state"),
         "PYTHONDONTWRITEBYTECODE": "1",
+        **({"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else {}),  # the tree under test
     }
 
 
