@@ -281,9 +281,8 @@ def _judge_words(words: list[str], verdict: _Verdict, depth: int, *, piped: str 
     if prog == "git":
         return _judge_git(args, verdict)
     if prog == "rm":
-        recursive = any(a in ("-r", "-R", "--recursive") or re.match(r"^-[a-zA-Z]*[rR]", a) for a in args)
-        return verdict.add(Risk.destructive, "rm -r deletes files for good, whole directories included" if recursive
-                           else "rm deletes files for good")
+        forced = any(a in ("--recursive", "--force") or re.match(r"^-[a-zA-Z]*[rRf]", a) for a in args)
+        return verdict.add(Risk.destructive, "rm with -r/-f deletes files for good" if forced else "rm deletes files for good")
     if prog in ("chmod", "chown", "chgrp") and any(re.match(r"^(-[a-zA-Z]*R|--recursive)", a) for a in args):
         return verdict.add(Risk.destructive, "recursive permission/owner change")
     if prog.startswith("mkfs"):
