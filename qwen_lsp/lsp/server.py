@@ -26,7 +26,7 @@ from pygls.protocol.json_rpc import JsonRPCNotification, JsonRPCRequestMessage, 
 from pygls.uris import from_fs_path, to_fs_path
 
 from qwen_lsp import __version__, wire as protocol
-from qwen_lsp.lsp import background_fix, convert as lsp_convert
+from qwen_lsp.lsp import background_fix, fix_target, convert as lsp_convert
 from qwen_lsp.apply import check_fresh
 from qwen_lsp.context.frames import parse_output
 from qwen_lsp.lsp.engine_thread import EngineThread, ModelUnavailable
@@ -503,7 +503,7 @@ class QwenLanguageServer(LanguageServer):
             types.ApplyWorkspaceEditParams(edit=self.edit_for(root, outcome), label=label)
         )
         summary = result.summary if answer.applied else f"the editor refused the edit: {answer.failure_reason or 'stale'}"
-        return protocol.ApplyOutcome(applied=bool(answer.applied), summary=summary)
+        return protocol.ApplyOutcome(applied=bool(answer.applied), summary=summary, title=label)
 
     async def cmd_ask(self, args: protocol.AskArgs) -> protocol.ApplyOutcome:
         _path, root, rel = self._locate(args.uri)
@@ -523,9 +523,10 @@ class QwenLanguageServer(LanguageServer):
         else:
             first, last = args.range.start.line, args.range.end.line
             ours = [d for d in self.our_diagnostics(str(path)) if d.range.start.line <= last and d.range.end.line >= first]
-            if not ours:
-                return protocol.ApplyOutcome(applied=False, summary="no Qwen diagnostic in range")
-            diagnostic = ours[0]
+            theirs = fix_target.overlapping(fix_target.editor_diagnostics(args.diagnostics, lsp_convert.CONVERTER), first, last)
+            if not ours and not theirs:  # nothing reported there: fix the code itself
+                return await self.cmd_fix_code(root, rel, first + 1, last + 1)
+            diagnostic = (ours or theirs)[0]
         try:
             outcome = await self.run_engine(
                 self.task_for(diagnostic, root, rel), root, f"Qwen: fixing {lsp_convert.short_problem(diagnostic.message)}"
@@ -535,6 +536,15 @@ class QwenLanguageServer(LanguageServer):
         if outcome.result.suggestions:
             self.remember_suggestions(str(path), diagnostic, outcome.result.suggestions)
         return await self.apply(root, outcome, lsp_convert.fix_title(diagnostic.message, outcome.result))
+
+    async def cmd_fix_code(self, root: Path, rel: str, first: int, last: int) -> protocol.ApplyOutcome:
+        task = fix_target.code_task(rel, first, last)
+        try:
+            outcome = await self.run_engine(task, root, f"Qwen: fixing {rel}:{first}")
+        except ModelUnavailable as exc:
+            return protocol.ApplyOutcome(applied=False, summary=str(exc))
+        checks = lsp_convert.validation_summary(outcome.result.validation)
+        return await self.apply(root, outcome, f"Fix {rel}:{first}" + (f" ({checks})" if checks else ""))
 
     async def cmd_explain(self, args: protocol.Selection) -> protocol.ExplainOutcome:
         _path, root, rel = self._locate(args.uri)
