@@ -98,6 +98,8 @@ class AskArgs(Selection):
 
 class FixArgs(Selection):
     diagnostic: dict[str, Any] | None = None  # optional: the LSP Diagnostic to fix (else ours in range)
+    # optional: the editor's diagnostics in range from any server, used when none of ours is there
+    diagnostics: list[dict[str, Any]] | None = None
 
 
 class ReviewArgs(Payload):
@@ -109,6 +111,7 @@ class ApplyOutcome(Payload):
 
     applied: bool
     summary: str = ""
+    title: str = ""  # what was done and validated, e.g. "Fix NameError (✓ parses, ✓ pytest -x)"
 
 
 class ExplainOutcome(Payload):

@@ -12,7 +12,7 @@ from lsprotocol import types
 
 from qwen_lsp import wire as protocol
 from qwen_lsp.apply import check_fresh
-from qwen_lsp.lsp import background_fix, convert as lsp_convert
+from qwen_lsp.lsp import background_fix, convert as lsp_convert, fix_target
 from qwen_lsp.lsp.engine_thread import ModelUnavailable
 from qwen_lsp.types import FixResult, ShellSuggestion, Task, TaskKind
 
@@ -198,7 +198,7 @@ class Fixes:
             types.ApplyWorkspaceEditParams(edit=self.edit_for(root, outcome), label=label)
         )
         summary = result.summary if answer.applied else f"the editor refused the edit: {answer.failure_reason or 'stale'}"
-        return protocol.ApplyOutcome(applied=bool(answer.applied), summary=summary)
+        return protocol.ApplyOutcome(applied=bool(answer.applied), summary=summary, title=label)
 
     async def cmd_ask(self, args: protocol.AskArgs) -> protocol.ApplyOutcome:
         _path, root, rel = self.server.folders.locate(args.uri)
@@ -218,9 +218,10 @@ class Fixes:
             first, last = args.range.start.line, args.range.end.line
             ours = [d for d in self.server.diagnostics.of_runs(str(path))
                     if d.range.start.line <= last and d.range.end.line >= first]
-            if not ours:
-                return protocol.ApplyOutcome(applied=False, summary="no Qwen diagnostic in range")
-            diagnostic = ours[0]
+            theirs = fix_target.overlapping(fix_target.editor_diagnostics(args.diagnostics, lsp_convert.CONVERTER), first, last)
+            if not ours and not theirs:  # nothing reported there: fix the code itself
+                return await self.cmd_fix_code(root, rel, first + 1, last + 1)
+            diagnostic = (ours or theirs)[0]
         outcome = await self.attempt(
             self.task_for(diagnostic, root, rel), root, f"Qwen: fixing {lsp_convert.short_problem(diagnostic.message)}"
         )
@@ -229,6 +230,14 @@ class Fixes:
         if outcome.result.suggestions:
             self.remember_suggestions(str(path), diagnostic, outcome.result.suggestions)
         return await self.apply(root, outcome, lsp_convert.fix_title(diagnostic.message, outcome.result))
+
+    async def cmd_fix_code(self, root: Path, rel: str, first: int, last: int) -> protocol.ApplyOutcome:
+        """Fix the code at lines first..last when nothing is reported there."""
+        outcome = await self.attempt(fix_target.code_task(rel, first, last), root, f"Qwen: fixing {rel}:{first}")
+        if isinstance(outcome, ModelUnavailable):
+            return protocol.ApplyOutcome(applied=False, summary=str(outcome))
+        checks = lsp_convert.validation_summary(outcome.result.validation)
+        return await self.apply(root, outcome, f"Fix {rel}:{first}" + (f" ({checks})" if checks else ""))
 
     async def cmd_explain(self, args: protocol.Selection) -> protocol.ExplainOutcome:
         _path, root, rel = self.server.folders.locate(args.uri)

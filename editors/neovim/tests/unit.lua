@@ -117,6 +117,8 @@ t.test('qwen/status drives the statusline component and fires User QwenStatus', 
   })
   status.handler(nil, { state = 'busy', message = 'patch round 2' }, {})
   t.eq(qwen.status(), 'Qwen: patch round 2', 'busy')
+  status.handler(nil, { state = 'busy', message = 'Qwen: fixing NameError' }, {})
+  t.eq(qwen.status(), 'Qwen: fixing NameError', 'the server names it already: not "Qwen: Qwen: …"')
   status.handler(nil, { state = 'busy', message = string.rep('x', 60) }, {})
   t.eq(vim.fn.strchars(qwen.status()), #'Qwen: ' + 40, 'long messages are cut')
   status.handler(nil, { state = 'idle', message = 'ready' }, {})
@@ -126,7 +128,7 @@ t.test('qwen/status drives the statusline component and fires User QwenStatus', 
   t.eq(qwen.status_state(), { state = 'error', message = 'cannot reach the model server' }, 'state')
   status.handler(nil, { state = 'napping' }, {})
   t.eq(qwen.status_state().state, 'error', 'a malformed notification shows as an error')
-  t.eq(fired, { 'busy', 'busy', 'idle', 'error', 'error' }, 'User QwenStatus events')
+  t.eq(fired, { 'busy', 'busy', 'busy', 'idle', 'error', 'error' }, 'User QwenStatus events')
 end)
 
 t.test('OSC 133 marks give the last command, its output and exit status', function()

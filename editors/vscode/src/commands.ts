@@ -49,7 +49,25 @@ export async function ask(execute: ExecuteServerCommand, arg?: unknown): Promise
 
 export async function fix(execute: ExecuteServerCommand): Promise<void> {
   const target = withEditor(editorTarget);
-  if (target) await reportApply("Qwen is fixing…", execute(SERVER_COMMANDS.fix, target));
+  if (!target) return;
+  // The editor's diagnostics there, from any extension: the server fixes one of them when it has none of its own.
+  const editor = activeEditor();
+  const diagnostics = editor
+    ? vscode.languages
+        .getDiagnostics(editor.document.uri)
+        .filter((d) => d.range.start.line <= editor.selection.end.line && d.range.end.line >= editor.selection.start.line)
+        .map((d) => ({
+          range: {
+            start: { line: d.range.start.line, character: d.range.start.character },
+            end: { line: d.range.end.line, character: d.range.end.character },
+          },
+          severity: d.severity + 1, // vscode counts from 0 (Error), LSP from 1
+          message: d.message,
+          source: d.source,
+          code: typeof d.code === "object" ? d.code.value : d.code,
+        }))
+    : [];
+  await reportApply("Qwen is fixing…", execute(SERVER_COMMANDS.fix, { ...target, diagnostics }));
 }
 
 export async function review(execute: ExecuteServerCommand): Promise<void> {

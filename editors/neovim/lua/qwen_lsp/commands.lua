@@ -5,14 +5,20 @@ local util = require('qwen_lsp.util')
 
 local M = {}
 
----@param result { applied: boolean, summary: string }|nil
+---@param result { applied: boolean, summary: string, title: string|nil }|nil
 local function report_apply(result)
   local summary = type(result) == 'table' and type(result.summary) == 'string' and result.summary ~= ''
       and result.summary
     or 'no summary'
   if type(result) == 'table' and result.applied then
-    util.notify(summary)
+    -- The title says what was validated: "Fix NameError (✓ parses, ✓ pytest -x)".
+    local title = type(result.title) == 'string' and result.title ~= '' and (result.title .. ': ') or ''
+    util.notify(title:gsub('^Qwen: ', '') .. summary)
   else
+    local status = require('qwen_lsp.status').current
+    if status.state == 'error' and status.message == summary then
+      return -- the server already reported this error (window/showMessage and the statusline)
+    end
     util.notify('made no change: ' .. summary, vim.log.levels.WARN)
   end
 end
@@ -65,12 +71,35 @@ local function range_arg(opts, client)
   }
 end
 
+--- The editor's diagnostics on lines first..last (0-based), from any source, as LSP Diagnostics:
+--- the server fixes one of them when it has none of its own there.
+---@return lsp.Diagnostic[]
+local function diagnostics_on(bufnr, first, last)
+  local out = {}
+  for _, d in ipairs(vim.diagnostic.get(bufnr)) do
+    if d.lnum <= last and (d.end_lnum or d.lnum) >= first then
+      table.insert(out, {
+        range = {
+          start = { line = d.lnum, character = d.col },
+          ['end'] = { line = d.end_lnum or d.lnum, character = d.end_col or d.col },
+        },
+        severity = d.severity,
+        message = d.message,
+        source = d.source,
+        code = d.code,
+      })
+    end
+  end
+  return out
+end
+
 function M.fix(opts)
   local client = attached_client(0)
   if not client then
     return
   end
   local bufnr, arg = range_arg(opts, client)
+  arg.diagnostics = diagnostics_on(bufnr, arg.range.start.line, arg.range['end'].line)
   util.notify('fixing…')
   util.execute(client, bufnr, 'qwen.server.fix', arg, report_apply)
 end

@@ -44,6 +44,7 @@ function M.statusline()
     return 'Qwen'
   elseif state == 'busy' then
     local line = vim.split(message ~= '' and message or 'working', '\n', { plain = true })[1]
+    line = line:gsub('^Qwen: ', '') -- the server's titles name it already: not "Qwen: Qwen: fixing …"
     if vim.fn.strchars(line) > MAX_MESSAGE then
       line = vim.fn.strcharpart(line, 0, MAX_MESSAGE - 1) .. '…'
     end

@@ -141,7 +141,9 @@ export const fake = {
   terminals: [] as FakeTerminal[],
   newTerminalsHaveShellIntegration: true,
   config: {} as Record<string, unknown>,
+  diagnostics: [] as unknown[], // what languages.getDiagnostics(uri) returns
   reset(): void {
+    this.diagnostics = [];
     this.dialogs = [];
     this.answers = [];
     this.terminals = [];
@@ -202,4 +204,8 @@ export const workspace = {
 
 export const commands = {
   registerCommand: () => new Disposable(),
+};
+
+export const languages = {
+  getDiagnostics: (_uri: unknown) => fake.diagnostics,
 };

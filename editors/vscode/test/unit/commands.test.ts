@@ -78,7 +78,23 @@ describe("qwen.fix and qwen.review", () => {
     const { calls, execute } = recorder();
     await fix(execute);
     assert.deepEqual(calls, [
-      [SERVER_COMMANDS.fix, { uri: FILE.toString(), range: { start: { line: 1, character: 0 }, end: { line: 1, character: 17 } } }],
+      [
+        SERVER_COMMANDS.fix,
+        { uri: FILE.toString(), range: { start: { line: 1, character: 0 }, end: { line: 1, character: 17 } }, diagnostics: [] },
+      ],
+    ]);
+  });
+
+  it("fix sends the editor's diagnostics on those lines, from any extension, in LSP form", async () => {
+    window.activeTextEditor = editor(new Selection(new Position(1, 3), new Position(1, 3)));
+    const pylint = { range: new Range(new Position(1, 4), new Position(1, 9)), severity: 1, message: "unused", source: "pylint", code: { value: "W0612" } };
+    const elsewhere = { range: new Range(new Position(5, 0), new Position(5, 1)), severity: 0, message: "far away", source: "x" };
+    fake.diagnostics = [pylint, elsewhere];
+    const { calls, execute } = recorder();
+    await fix(execute);
+    const sent = (calls[0][1] as { diagnostics: unknown[] }).diagnostics;
+    assert.deepEqual(sent, [
+      { range: { start: { line: 1, character: 4 }, end: { line: 1, character: 9 } }, severity: 2, message: "unused", source: "pylint", code: "W0612" },
     ]);
   });
 
