@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from qwen_lsp.lsp.convert import CONVERTER, apply_text_edits
-from tests.lsp.conftest import BUGGY, open_doc
+from tests.lsp.helpers import BUGGY, open_doc
 from tests.lsp.test_commands import execute, selection
 from tests.lsp.test_fix import FIX_REPLIES, foreign_diagnostic, plan_reply
 
