@@ -84,6 +84,11 @@ def main(argv: list[str] | None = None) -> int:
 def _run_first(command: list[str], echo_fd: int) -> tuple[list[str], Finished]:
     """Run the user's command in a pty right away; meanwhile a thread imports the engine and
     loads its tokenizer, so a failure gets its fix sooner (a success just exits)."""
+    # `logging` registers fork hooks when first imported. Imported by the warm-up thread while
+    # this thread forks the pty, its after-fork hook can run without its before-fork hook and
+    # print "Exception ignored in: <function _releaseLock>" to the user's terminal.
+    import logging  # noqa: F401
+
     threading.Thread(target=_warm_up, daemon=True).start()
     return command, run_in_pty(command, Path.cwd(), echo_fd=echo_fd)
 
