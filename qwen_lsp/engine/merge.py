@@ -141,7 +141,9 @@ def _same_shape(file_lines: list[str], old: list[str], segments: list[tuple[int,
     return indent_shape(olds) == indent_shape(found)
 
 
-def align_fuzzy(file_lines: list[str], old: list[str], lo: int, hi: int) -> tuple[list[int | None], list[int | None]]:
+def align_fuzzy(
+    file_lines: list[str], old: list[str], lo: int, hi: int
+) -> tuple[list[int | None], list[int | None], float]:
     """Pairs for an old_string that differs from file[lo:hi] (a window around the best region).
 
     The monotone pairing with the highest total score (dynamic programming): a line equal
@@ -150,8 +152,8 @@ def align_fuzzy(file_lines: list[str], old: list[str], lo: int, hi: int) -> tupl
     than the longest run of equal lines keeps `return err` / `}` from pairing with an
     earlier copy of themselves.
 
-    Returns the latest and the earliest of the best pairings: when they merge differently,
-    old_string fits the file in more than one way and the caller refuses.
+    Returns the latest and the earliest of the best pairings (when they merge differently,
+    old_string fits the file in more than one way and the caller refuses), and their score.
     """
     old_norm = [squash(line) for line in old]
     file_norm = [squash(line) for line in file_lines[lo:hi]]
@@ -166,7 +168,7 @@ def align_fuzzy(file_lines: list[str], old: list[str], lo: int, hi: int) -> tupl
             if g is not None and prev[j - 1] + g > score:
                 score = prev[j - 1] + g
             row[j] = score
-    return _trace(best, gains, lo, late=True), _trace(best, gains, lo, late=False)
+    return _trace(best, gains, lo, late=True), _trace(best, gains, lo, late=False), best[n][m]
 
 
 def _gains(old_norm: list[str], file_norm: list[str]) -> list[dict[int, float]]:
@@ -258,6 +260,13 @@ def merge(file_lines: list[str], old: list[str], new: list[str], pairs: list[int
         cursor = max(cursor, k)
 
     opcodes = difflib.SequenceMatcher(None, old_key, new_key, autojunk=False).get_opcodes()
+    if sum(is_elision(line, bare=True) for line in new) > sum(elided) and any(
+        any(line.strip() for line in old[i1:i2]) and not any(line.strip() for line in new[j1:j2])
+        for tag, i1, i2, j1, j2 in opcodes
+        if tag in ("delete", "replace")
+    ):
+        # With `...` standing for kept lines in new_string only, a deletion may be an elision too.
+        raise Uncertain("new_string both elides lines with `...` and deletes lines, so it is unclear which it means.")
     for tag, i1, i2, j1, j2 in _split_elided_in_new(opcodes, old, new, elided):
         elided_in_new = tag == "replace" and j2 - j1 == 1 and is_elision(new[j1], bare=True) and not any(elided[i1:i2])
         if tag == "equal" or (elided_in_new and all(pairs[i] is not None for i in range(i1, i2) if old[i].strip())):
