@@ -260,13 +260,8 @@ def merge(file_lines: list[str], old: list[str], new: list[str], pairs: list[int
         cursor = max(cursor, k)
 
     opcodes = difflib.SequenceMatcher(None, old_key, new_key, autojunk=False).get_opcodes()
-    if sum(is_elision(line, bare=True) for line in new) > sum(elided) and any(
-        any(line.strip() for line in old[i1:i2]) and not any(line.strip() for line in new[j1:j2])
-        for tag, i1, i2, j1, j2 in opcodes
-        if tag in ("delete", "replace")
-    ):
-        # With `...` standing for kept lines in new_string only, a deletion may be an elision too.
-        raise Uncertain("new_string both elides lines with `...` and deletes lines, so it is unclear which it means.")
+    if _deletion_next_to_elision(opcodes, old, new):
+        raise Uncertain("new_string deletes lines right next to a `...`, so it is unclear which lines the `...` keeps.")
     for tag, i1, i2, j1, j2 in _split_elided_in_new(opcodes, old, new, elided):
         elided_in_new = tag == "replace" and j2 - j1 == 1 and is_elision(new[j1], bare=True) and not any(elided[i1:i2])
         if tag == "equal" or (elided_in_new and all(pairs[i] is not None for i in range(i1, i2) if old[i].strip())):
@@ -345,6 +340,29 @@ def _char_edits(a: str, b: str) -> list[tuple[int, int, str]]:
     """The edits that turn `a` into `b`: (start, stop, replacement) on `a`."""
     matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
     return [(i1, i2, b[j1:j2]) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"]
+
+
+def _deletion_next_to_elision(opcodes: list[tuple[str, int, int, int, int]], old: list[str], new: list[str]) -> bool:
+    """A `...` in new_string next to a deletion (only blank lines between): how many of the
+    old lines around it does the `...` keep? (difflib may pair a blank line across it.)"""
+
+    def deletes(op: tuple[str, int, int, int, int]) -> bool:
+        tag, i1, i2, j1, j2 = op
+        return tag != "equal" and any(s.strip() for s in old[i1:i2]) and not any(s.strip() for s in new[j1:j2])
+
+    def blank(op: tuple[str, int, int, int, int]) -> bool:
+        return op[0] == "equal" and not any(s.strip() for s in old[op[1] : op[2]])
+
+    for k, (tag, _, _, j1, j2) in enumerate(opcodes):
+        if tag == "equal" or not any(is_elision(line, bare=True) for line in new[j1:j2]):
+            continue
+        for step in (-1, 1):
+            n = k + step
+            while 0 <= n < len(opcodes) and blank(opcodes[n]):
+                n += step
+            if 0 <= n < len(opcodes) and deletes(opcodes[n]):
+                return True
+    return False
 
 
 def _split_elided_in_new(
