@@ -157,6 +157,8 @@ def align_fuzzy(
     """
     old_norm = [squash(line) for line in old]
     file_norm = [squash(line) for line in file_lines[lo:hi]]
+    present = set(file_norm)
+    _enough_verbatim(sum(1 for line in old_norm if line and line in present), sum(1 for line in old_norm if line))
     gains = _gains(old_norm, file_norm)
     n, m = len(old_norm), len(file_norm)
     best = [[0.0] * (m + 1) for _ in range(n + 1)]
@@ -214,6 +216,8 @@ def _trace(best: list[list[float]], gains: list[dict[int, float]], lo: int, *, l
 
 @lru_cache(maxsize=8192)
 def _near(a: str, b: str) -> float:
+    if 2 * min(len(a), len(b)) < LINE_SIMILARITY * (len(a) + len(b)):
+        return 0.0  # lengths alone rule it out (what real_quick_ratio computes, without a matcher)
     matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
     if matcher.real_quick_ratio() < LINE_SIMILARITY or matcher.quick_ratio() < LINE_SIMILARITY:
         return 0.0
@@ -226,10 +230,7 @@ def check_anchored(old: list[str], pairs: list[int | None], file_lines: list[str
     lines = [i for i, line in enumerate(old) if line.strip()]
     lost = [old[i].strip() for i in lines if pairs[i] is None]
     verbatim = sum(1 for i in lines if pairs[i] is not None and squash(file_lines[pairs[i]]) == squash(old[i]))
-    if verbatim == 0:
-        raise Unanchored("none of the lines of old_string are in the file as written.")
-    if verbatim < 2 or verbatim < MIN_ANCHORED * len(lines):
-        raise Uncertain(f"only {verbatim} of the {len(lines)} lines of old_string are in the file as written.")
+    _enough_verbatim(verbatim, len(lines))
     if lost:
         raise Uncertain(f"the line {lost[0]!r} of old_string is not in that part of the file.")
     paired = [p for p in pairs if p is not None]
@@ -237,6 +238,13 @@ def check_anchored(old: list[str], pairs: list[int | None], file_lines: list[str
     unmentioned = sum(1 for k in span if file_lines[k].strip())
     if unmentioned > max(2, len(lines) // 3):
         raise Uncertain(f"old_string leaves out {unmentioned} lines of the file region it matches.")
+
+
+def _enough_verbatim(verbatim: int, lines: int) -> None:
+    if verbatim == 0:
+        raise Unanchored("none of the lines of old_string are in the file as written.")
+    if verbatim < 2 or verbatim < MIN_ANCHORED * lines:
+        raise Uncertain(f"only {verbatim} of the {lines} lines of old_string are in the file as written.")
 
 
 # --- the merge -----------------------------------------------------------------------------
