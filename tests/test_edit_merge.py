@@ -232,3 +232,13 @@ def test_a_change_right_where_the_copy_is_wrong_is_refused() -> None:
     new = "    with open(path) as fh:\n        data = json.loads(fh.read())\n    if not isinstance(data, dict):\n"
     with pytest.raises(EditError, match="right where new_string changes it"):
         apply_edit(LOADER, old, new)
+
+
+def test_an_elision_in_new_string_only_next_to_blank_lines_is_refused_not_guessed() -> None:
+    # difflib pairs the blank line after `// ...` with one of the old blank lines, which would
+    # turn the lines after it into a deletion; the merge must not delete them.
+    text = "function a() {\n  run();\n}\n\nasync function b() {\n  await start();\n}\n\nfunction c() {\n  stop();\n}\n"
+    old = "  run();\n}\n\nasync function b() {\n  await start();\n}\n\nfunction c() {\n  stop();\n"
+    new = "  run();\n  // ...\n\n  stop();\n  done();\n"
+    with pytest.raises(EditError, match="next to a `...`"):
+        apply_edit(text, old, new)

@@ -58,6 +58,7 @@ MAX_LISTED = 8  # match locations listed in an "ambiguous" error
 # Other regions this close to the best one are paired too; one that fits makes the edit ambiguous.
 RIVAL_MARGIN = 0.25
 MAX_RIVALS = 8
+RIVAL_LINES = 0.5  # a rival whose pairing scores this close (in lines) to the chosen one is as good
 
 Strategy = Literal["exact", "whitespace", "elision", "fuzzy"]
 
@@ -250,11 +251,11 @@ def _fuzzy(edit: _Edit, ranked: list[_Region], threshold: float) -> EditOutcome 
     # When the merge fails or changes nothing, the "similar" region may simply be our own
     # earlier edit: the model re-sent it.
     try:
-        late, early = _pairings(edit, lines, best)
+        late, early, score = _pairings(edit, lines, best)
         outcome = _merged(edit, late, "fuzzy", best)
         if early != late and _merged(edit, early, "fuzzy", best).text != outcome.text:
             raise Uncertain("its lines fit more than one set of lines there (repeated lines).")
-        _check_no_rival(edit, lines, late, ranked)
+        _check_no_rival(edit, lines, late, score, ranked)
     except Unanchored:
         _raise_if_applied(edit, best)
         return None
@@ -266,31 +267,57 @@ def _fuzzy(edit: _Edit, ranked: list[_Region], threshold: float) -> EditOutcome 
     return outcome
 
 
-def _pairings(edit: _Edit, lines: list[str], region: _Region) -> tuple[list[int | None], list[int | None]]:
+def _pairings(
+    edit: _Edit, lines: list[str], region: _Region
+) -> tuple[list[int | None], list[int | None], float]:
     """old_string's lines paired with file lines in and a little around `region` (a line
-    old_string leaves out makes the region longer than old_string); raises Uncertain."""
+    old_string leaves out makes the region longer than old_string), and the pairing's
+    score (about one per line); raises Uncertain."""
     pad = max(2, len(edit.old_core) // 3)
     lo, hi = max(0, region.start - pad), min(len(lines), region.stop + pad)
-    late, early = align_fuzzy(lines, edit.old_core, lo, hi)
+    late, early, score = align_fuzzy(lines, edit.old_core, lo, hi)
     check_anchored(edit.old_core, late, lines)
     if early != late:
         check_anchored(edit.old_core, early, lines)
-    return late, early
+    return late, early, score
 
 
-def _check_no_rival(edit: _Edit, lines: list[str], pairs: list[int | None], ranked: list[_Region]) -> None:
-    """No other place fits old_string as well: a repeated block with a typo or a left-out
-    line can score a little lower at the right place than at a wrong one."""
+def _check_no_rival(
+    edit: _Edit, lines: list[str], pairs: list[int | None], score: float, ranked: list[_Region]
+) -> None:
+    """No other place fits old_string about as well (within RIVAL_LINES of the pairing score):
+    a repeated block with a typo or a left-out line can rank a little lower at the right
+    place than at a wrong one."""
     paired = [p for p in pairs if p is not None]
     chosen = _Region(paired[0], paired[-1] + 1)
-    candidates = [r for r in ranked if not r.overlaps(chosen)]
-    for rival in _disjoint(candidates)[:MAX_RIVALS]:
+    candidates = _disjoint([r for r in ranked if not r.overlaps(chosen)])[:MAX_RIVALS]
+    for rival in [*candidates, *_echoes(edit.old_core, lines, chosen)]:
         try:
-            other = [p for p in _pairings(edit, lines, rival)[0] if p is not None]
+            rival_pairs, _, rival_score = _pairings(edit, lines, rival)
         except Uncertain:
             continue
-        if not _Region(other[0], other[-1] + 1).overlaps(chosen):
+        other = [p for p in rival_pairs if p is not None]
+        if rival_score >= score - RIVAL_LINES and not _Region(other[0], other[-1] + 1).overlaps(chosen):
             raise Uncertain(f"it fits {rival.describe()} about as well as {chosen.describe()}.")
+
+
+def _echoes(old: list[str], lines: list[str], chosen: _Region) -> list[_Region]:
+    """Other places where at least two of old_string's lines occur in the same arrangement:
+    a block repeated with small differences (overloads, `==` and `!=`) can rank far below
+    the chosen one by similarity and still fit old_string just as well."""
+    where: dict[str, list[int]] = {}
+    for k, line in enumerate(lines):
+        where.setdefault(squash(line), []).append(k)
+    votes: Counter[int] = Counter()
+    for i, line in enumerate(old):
+        if line.strip():
+            votes.update(k - i for k in where.get(squash(line), ()))
+    regions = [
+        _Region(max(0, start), min(len(lines), start + len(old)))
+        for start, n in votes.most_common(MAX_RIVALS * 4)
+        if n >= 2
+    ]
+    return _disjoint([r for r in regions if r.stop > r.start and not r.overlaps(chosen)])[:MAX_RIVALS]
 
 
 def _raise_if_applied(edit: _Edit, near: _Region) -> None:

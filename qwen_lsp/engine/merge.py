@@ -141,7 +141,9 @@ def _same_shape(file_lines: list[str], old: list[str], segments: list[tuple[int,
     return indent_shape(olds) == indent_shape(found)
 
 
-def align_fuzzy(file_lines: list[str], old: list[str], lo: int, hi: int) -> tuple[list[int | None], list[int | None]]:
+def align_fuzzy(
+    file_lines: list[str], old: list[str], lo: int, hi: int
+) -> tuple[list[int | None], list[int | None], float]:
     """Pairs for an old_string that differs from file[lo:hi] (a window around the best region).
 
     The monotone pairing with the highest total score (dynamic programming): a line equal
@@ -150,11 +152,13 @@ def align_fuzzy(file_lines: list[str], old: list[str], lo: int, hi: int) -> tupl
     than the longest run of equal lines keeps `return err` / `}` from pairing with an
     earlier copy of themselves.
 
-    Returns the latest and the earliest of the best pairings: when they merge differently,
-    old_string fits the file in more than one way and the caller refuses.
+    Returns the latest and the earliest of the best pairings (when they merge differently,
+    old_string fits the file in more than one way and the caller refuses), and their score.
     """
     old_norm = [squash(line) for line in old]
     file_norm = [squash(line) for line in file_lines[lo:hi]]
+    present = set(file_norm)
+    _enough_verbatim(sum(1 for line in old_norm if line and line in present), sum(1 for line in old_norm if line))
     gains = _gains(old_norm, file_norm)
     n, m = len(old_norm), len(file_norm)
     best = [[0.0] * (m + 1) for _ in range(n + 1)]
@@ -166,7 +170,7 @@ def align_fuzzy(file_lines: list[str], old: list[str], lo: int, hi: int) -> tupl
             if g is not None and prev[j - 1] + g > score:
                 score = prev[j - 1] + g
             row[j] = score
-    return _trace(best, gains, lo, late=True), _trace(best, gains, lo, late=False)
+    return _trace(best, gains, lo, late=True), _trace(best, gains, lo, late=False), best[n][m]
 
 
 def _gains(old_norm: list[str], file_norm: list[str]) -> list[dict[int, float]]:
@@ -212,6 +216,8 @@ def _trace(best: list[list[float]], gains: list[dict[int, float]], lo: int, *, l
 
 @lru_cache(maxsize=8192)
 def _near(a: str, b: str) -> float:
+    if 2 * min(len(a), len(b)) < LINE_SIMILARITY * (len(a) + len(b)):
+        return 0.0  # lengths alone rule it out (what real_quick_ratio computes, without a matcher)
     matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
     if matcher.real_quick_ratio() < LINE_SIMILARITY or matcher.quick_ratio() < LINE_SIMILARITY:
         return 0.0
@@ -224,10 +230,7 @@ def check_anchored(old: list[str], pairs: list[int | None], file_lines: list[str
     lines = [i for i, line in enumerate(old) if line.strip()]
     lost = [old[i].strip() for i in lines if pairs[i] is None]
     verbatim = sum(1 for i in lines if pairs[i] is not None and squash(file_lines[pairs[i]]) == squash(old[i]))
-    if verbatim == 0:
-        raise Unanchored("none of the lines of old_string are in the file as written.")
-    if verbatim < 2 or verbatim < MIN_ANCHORED * len(lines):
-        raise Uncertain(f"only {verbatim} of the {len(lines)} lines of old_string are in the file as written.")
+    _enough_verbatim(verbatim, len(lines))
     if lost:
         raise Uncertain(f"the line {lost[0]!r} of old_string is not in that part of the file.")
     paired = [p for p in pairs if p is not None]
@@ -235,6 +238,13 @@ def check_anchored(old: list[str], pairs: list[int | None], file_lines: list[str
     unmentioned = sum(1 for k in span if file_lines[k].strip())
     if unmentioned > max(2, len(lines) // 3):
         raise Uncertain(f"old_string leaves out {unmentioned} lines of the file region it matches.")
+
+
+def _enough_verbatim(verbatim: int, lines: int) -> None:
+    if verbatim == 0:
+        raise Unanchored("none of the lines of old_string are in the file as written.")
+    if verbatim < 2 or verbatim < MIN_ANCHORED * lines:
+        raise Uncertain(f"only {verbatim} of the {lines} lines of old_string are in the file as written.")
 
 
 # --- the merge -----------------------------------------------------------------------------
@@ -258,6 +268,8 @@ def merge(file_lines: list[str], old: list[str], new: list[str], pairs: list[int
         cursor = max(cursor, k)
 
     opcodes = difflib.SequenceMatcher(None, old_key, new_key, autojunk=False).get_opcodes()
+    if _deletion_next_to_elision(opcodes, old, new):
+        raise Uncertain("new_string deletes lines right next to a `...`, so it is unclear which lines the `...` keeps.")
     for tag, i1, i2, j1, j2 in _split_elided_in_new(opcodes, old, new, elided):
         elided_in_new = tag == "replace" and j2 - j1 == 1 and is_elision(new[j1], bare=True) and not any(elided[i1:i2])
         if tag == "equal" or (elided_in_new and all(pairs[i] is not None for i in range(i1, i2) if old[i].strip())):
@@ -336,6 +348,29 @@ def _char_edits(a: str, b: str) -> list[tuple[int, int, str]]:
     """The edits that turn `a` into `b`: (start, stop, replacement) on `a`."""
     matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
     return [(i1, i2, b[j1:j2]) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"]
+
+
+def _deletion_next_to_elision(opcodes: list[tuple[str, int, int, int, int]], old: list[str], new: list[str]) -> bool:
+    """A `...` in new_string next to a deletion (only blank lines between): how many of the
+    old lines around it does the `...` keep? (difflib may pair a blank line across it.)"""
+
+    def deletes(op: tuple[str, int, int, int, int]) -> bool:
+        tag, i1, i2, j1, j2 = op
+        return tag != "equal" and any(s.strip() for s in old[i1:i2]) and not any(s.strip() for s in new[j1:j2])
+
+    def blank(op: tuple[str, int, int, int, int]) -> bool:
+        return op[0] == "equal" and not any(s.strip() for s in old[op[1] : op[2]])
+
+    for k, (tag, _, _, j1, j2) in enumerate(opcodes):
+        if tag == "equal" or not any(is_elision(line, bare=True) for line in new[j1:j2]):
+            continue
+        for step in (-1, 1):
+            n = k + step
+            while 0 <= n < len(opcodes) and blank(opcodes[n]):
+                n += step
+            if 0 <= n < len(opcodes) and deletes(opcodes[n]):
+                return True
+    return False
 
 
 def _split_elided_in_new(
