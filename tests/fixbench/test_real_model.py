@@ -17,7 +17,7 @@ from bench.fixes.case import CASES_DIR, load_cases
 
 pytestmark = [pytest.mark.real_model, pytest.mark.timeout(1200)]  # CPU inference: minutes
 
-CASES = ["py-off-by-one-pages", "js-off-by-one-last", "sh-make-target-typo"]
+CASES = ["py-off-by-one-pages", "sh-make-target-typo"]  # a fix case and a suggestion case: minutes on a CPU
 SKIP = {".git", "target", "node_modules", "__pycache__"}
 
 
@@ -34,7 +34,7 @@ async def test_the_benchmark_runs_on_a_real_model_prints_its_table_and_changes_n
     table = report.render(report.Report(base_url=llama_server, runs=runs, totals=report.totals(runs)))
     print(table)
 
-    assert all(name in table for name in CASES) and "total (3 cases)" in table
+    assert all(name in table for name in CASES) and "total (2 cases)" in table
     assert tree(CASES_DIR) == sources
     for run, case in zip(runs, cases):
         assert run.first.status in ("solved", "failed", "no change"), run.first.note  # not an error, not broken
