@@ -87,9 +87,9 @@ def apply_changes(root: Path, changes: list[FileChange], *, before_rename: Calla
 
 
 def apply_writes(root: Path, writes: list[Write], *, before_rename: Callable[[], object] | None = None) -> None:
-    refuse_protected(root, [w.path for w in writes])  # .git/, virtualenvs, *.pth...: never written
     root = Path(os.path.realpath(root))
-    staged = _check(root, writes)
+    staged = _check(root, writes)  # names first: a NUL byte or a folder is refused before any other check
+    refuse_protected(root, [w.path for w in writes])  # .git/, virtualenvs, *.pth...: never written
     txn = _Transaction(staged)
     try:
         for item in staged:

@@ -93,8 +93,8 @@ def fix(failure: Failure, opts: Options, ui: UI, report: QfixReport) -> int:
         ui.fail(f"no fix found: {NO_FIX[result.outcome] if result.outcome in NO_FIX else result.outcome}")
         return 1
     show(result, ui)
-    if opts.dry_run:
-        report.outcome = "proposed"
+    if opts.dry_run:  # a dry run applies nothing: "fixed" would overstate it; a failed or unverified change says so
+        report.outcome = "proposed" if result.outcome == "fixed" else result.outcome
         ui.say("\nDry run: nothing was changed.", "bold")
         return 0
     report.outcome = "not_applied"

@@ -8,7 +8,7 @@ from pathlib import Path
 from qwen_lsp.context.source import read_source
 from qwen_lsp.engine.overlay import Overlay
 from qwen_lsp.engine.tools import ToolBox
-from qwen_lsp.files import read_text
+from qwen_lsp.files import FileText, read_text
 
 AS_ROOT = os.geteuid() == 0
 
@@ -27,15 +27,17 @@ def unreadable(root: Path) -> list[Path]:
     return made
 
 
-def test_read_text_is_none_for_anything_but_readable_utf8(tmp_path: Path) -> None:
+def test_read_text_is_none_for_anything_but_a_readable_text_file(tmp_path: Path) -> None:
     (tmp_path / "ok.py").write_text("x = 1\n")
     (tmp_path / "binary.py").write_bytes(b"x\x00y")
     (tmp_path / "latin1.py").write_bytes(b"name = 'caf\xe9'\n")
     (tmp_path / "dir.py").mkdir()
     os.mkfifo(tmp_path / "fifo.py")  # opening it must not wait for a writer
-    assert read_text(tmp_path / "ok.py") == "x = 1\n"
+    assert read_text(tmp_path / "ok.py") == FileText("x = 1\n", utf8=True)
     assert read_text(tmp_path / "ok.py", max_bytes=3) is None
-    for name in ["missing.py", "binary.py", "latin1.py", "dir.py", "fifo.py"]:
+    # Not UTF-8: shown with replacement characters, and marked so that nothing edits it.
+    assert read_text(tmp_path / "latin1.py") == FileText("name = 'caf\ufffd'\n", utf8=False)
+    for name in ["missing.py", "binary.py", "dir.py", "fifo.py"]:
         assert read_text(tmp_path / name) is None, name
     for path in unreadable(tmp_path):
         assert read_text(path) is None, path.name

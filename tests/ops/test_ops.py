@@ -232,8 +232,10 @@ def test_doctor_prints_each_check_as_it_completes(tmp_path):
                                 cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 env={**os.environ, "QWEN_LSP_CACHE_DIR": str(tmp_path / "cache")})
         try:
+            sandbox = proc.stdout.readline()
             first = proc.stdout.readline()
             second = proc.stdout.readline()
+            assert sandbox.startswith(("✓ sandbox for verification", "✗ sandbox for verification"))
             assert first.startswith("✓ server reachable") and second.startswith("✓ model and context")
             assert proc.poll() is None  # still waiting on the tools probe
         finally:

@@ -30,20 +30,22 @@ def test_qfix_says_so_in_one_line_and_still_writes_its_json_report(repo, qfix_en
     env = {**qfix_env, "QWEN_LSP_CACHE_DIR": str(cache_file)}
     run = subprocess.run([QFIX, "--json", "--", "python", "script.py"], cwd=repo, env=env,
                          capture_output=True, text=True, timeout=120)
-    ours = run.stderr.split("NameError: name 'nme' is not defined. Did you mean: 'name'?\n")[-1]
-    assert ours == f"qfix: invalid settings: cache_dir: {cache_file} {CLEAR}\n"
+    # The bad value is dropped where it was set (settings load leniently) and said in one line;
+    # the fix goes on with the default cache and the report is still written.
+    warning = f"qfix: ignoring invalid setting cache_dir (from environment: Value error, {cache_file} {CLEAR})\n"
+    ours = run.stderr.split("NameError: name 'nme' is not defined. Did you mean: 'name'?\n")[-1]  # after the script's own
+    assert warning in ours and "Traceback" not in ours
     report = json.loads(run.stdout)
-    assert run.returncode == 2 and report["outcome"] == "error" and CLEAR in report["error"]
+    assert report["outcome"] and report["command"] == "python script.py"
     assert cache_file.read_text() == "user data\n" and (repo / "script.py").read_text() == BUGGY
-    assert vllm.chat_requests() == []
 
 
 def test_qwen_review_says_so_in_one_line(calc_repo, review_env, cache_file, monkeypatch, capsys):
     monkeypatch.setenv("QWEN_LSP_CACHE_DIR", str(cache_file))
-    assert review_cli.main(["-C", str(calc_repo.root)]) == review_cli.EXIT_USAGE
+    review_cli.main(["-C", str(calc_repo.root)])  # goes on with the default cache
     err = capsys.readouterr().err
-    assert err == f"qwen-review: invalid settings: cache_dir: {cache_file} {CLEAR}\n"
-    assert cache_file.read_text() == "user data\n"
+    assert f"ignoring invalid setting cache_dir (from environment: Value error, {cache_file} {CLEAR})" in err
+    assert "Traceback" not in err and cache_file.read_text() == "user data\n"
 
 
 class TestLanguageServer:
