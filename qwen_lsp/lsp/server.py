@@ -214,10 +214,6 @@ def create_server() -> QwenLanguageServer:
     def fix_in_background(ls: QwenLanguageServer, *args: Any) -> dict[str, Any]:
         return background_fix.start(ls, _first(args))
 
-    @server.command(background_fix.SERVER_FIX_IN_BACKGROUND)
-    def fix_in_background(ls: QwenLanguageServer, *args: Any) -> dict[str, Any]:
-        return background_fix.start(ls, _first(args))
-
     @server.command(protocol.SERVER_EXPLAIN)
     async def explain(ls: QwenLanguageServer, *args: Any) -> dict[str, Any]:
         with ls.activity.tracked():
