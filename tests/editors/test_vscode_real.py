@@ -55,6 +55,7 @@ def _missing() -> str | None:
 pytestmark = [pytest.mark.skipif(bool(_missing()), reason=f"real VS Code tier: {_missing()}"), pytest.mark.timeout(300)]
 
 APP = 'def add(a, b):\n    return a - b\n\n\nassert add(2, 3) == 5, "add(2, 3) should be 5"\nprint("ok")\n'
+REPORT = 'import pathlib\n\nprint(pathlib.Path("out/report.txt").read_text())\n'
 PLAN = {
     "hypotheses": ["add() subtracts; the assertion expects the sum"],
     "evidence": [{"path": "app.py", "start_line": 2, "end_line": 2, "reason": "return a - b"}],
@@ -128,6 +129,32 @@ class Session:
         self.page.locator(".quick-input-list .monaco-list-row.focused", has_text=command).wait_for(timeout=10_000)
         self.page.keyboard.press("Enter")
 
+    def open_file(self, name: str, text: str) -> None:
+        self.page.keyboard.press("Control+p")
+        self.page.locator(".quick-input-widget input").wait_for(state="visible")
+        self.page.keyboard.type(name)
+        self.page.locator(".quick-input-list .monaco-list-row.focused", has_text=name).wait_for()
+        self.page.keyboard.press("Enter")
+        self.page.locator(".monaco-editor .view-lines", has_text=text).wait_for()
+
+    def run_in_terminal(self, command: str) -> None:
+        self.palette("Terminal: Focus on Terminal View")
+        self.page.wait_for_timeout(500)
+        self.page.keyboard.type(command + "\n")
+
+    def quick_fix(self, title: str) -> None:
+        """Ctrl+. and the first action whose title has `title`, chosen with the keyboard (an overlay
+        takes mouse clicks on the rows)."""
+        self.page.keyboard.press("Control+.")
+        menu = self.page.locator(".action-widget")
+        menu.locator(".monaco-list-row", has_text=title).first.wait_for()
+        self.shot("quick-fix-menu")
+        for _ in range(10):
+            if title in menu.locator(".monaco-list-row.focused").inner_text():
+                break
+            self.page.keyboard.press("ArrowDown")
+        self.page.keyboard.press("Enter")
+
     def go_to_line(self, line: int) -> None:
         self.page.keyboard.press("Control+g")
         self.page.locator(".quick-input-widget input").wait_for(state="visible")
@@ -174,6 +201,7 @@ def session(vsix: Path) -> Iterator[Session]:
     for d in (artifacts, user_data / "User", extensions, project, home):
         d.mkdir(parents=True)
     (project / "app.py").write_text(APP)
+    (project / "report.py").write_text(REPORT)  # before start: quick open's file list is read then
     subprocess.run(["git", "init", "-q"], cwd=project, check=True)
 
     double = VLLMDouble().start()
@@ -294,6 +322,54 @@ def test_terminal_failure_becomes_a_diagnostic_and_quick_fix_fixes_the_file(sess
         session.wait_for("the diagnostics to clear after the passing re-run",
                          lambda: page.locator(".squiggly-error, .squiggly-info").count() == 0, 60)
         session.shot("re-run-passed")
+
+
+def test_a_suggested_command_runs_only_after_the_user_confirms_it(session: Session) -> None:
+    page, project = session.page, session.project
+    session.double.script(
+        Reply(reasoning="out/report.txt does not exist.", content=json.dumps({**PLAN, "evidence": [], "steps": ["create it"]})),
+        Reply(tool_calls=[("suggest_command", {"command": "mkdir -p out && touch out/report.txt",
+                                               "reason": "report.py reads out/report.txt"})]),
+        Reply(tool_calls=[("finish", {"summary": "create the report file"})]),
+    )
+    with session.flow("suggestion-confirmation"):
+        session.open_file("report.py", "read_text")
+        session.run_in_terminal("python3 report.py")
+        session.wait_for("the FileNotFoundError diagnostic", lambda: page.locator(".squiggly-error").count() > 0, 60)
+        page.locator(".monaco-editor .view-lines", has_text="read_text").click()
+        session.go_to_line(3)
+        session.quick_fix("Fix with Qwen")
+        dialog = page.locator(".monaco-dialog-box")
+        dialog.wait_for(timeout=60_000)
+        session.shot("confirmation-dialog")
+        assert "mkdir -p out && touch out/report.txt" in dialog.inner_text() and "modifies files" in dialog.inner_text()
+        assert not (project / "out").exists()  # nothing ran before the user's click
+        dialog.locator(".monaco-button", has_text="Run").first.click()
+        session.wait_for("the confirmed command to run", lambda: (project / "out" / "report.txt").exists(), 30)
+        session.shot("suggestion-ran")
+
+
+def test_ask_on_a_selection_edits_it(session: Session) -> None:
+    page = session.page
+    session.double.script(
+        Reply(reasoning="Swap the operands as asked.", content=json.dumps({**PLAN, "steps": ["return b + a"]})),
+        Reply(tool_calls=[("read_file", {"path": "app.py"})]),
+        Reply(tool_calls=[("edit_file", {"path": "app.py", "old_string": "return a + b", "new_string": "return b + a"})]),
+        Reply(tool_calls=[("finish", {"summary": "add() returns b + a"})]),
+    )
+    with session.flow("ask-on-selection"):
+        session.open_file("app.py", "assert add")
+        session.go_to_line(1)
+        page.keyboard.press("Shift+ArrowDown")
+        page.keyboard.press("Shift+End")
+        session.palette("Qwen: Ask about selection")
+        page.locator(".quick-input-widget input").wait_for(state="visible")
+        page.keyboard.type("put b first")
+        session.shot("ask-instruction")
+        page.keyboard.press("Enter")
+        page.locator(".monaco-editor .view-lines", has_text="return b + a").wait_for(timeout=60_000)
+        session.notification("add() returns b + a")
+        session.shot("ask-applied")
 
 
 def test_model_server_down_gives_one_message_and_the_extension_keeps_working(session: Session) -> None:
