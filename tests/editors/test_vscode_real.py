@@ -349,7 +349,7 @@ def test_a_suggested_command_runs_only_after_the_user_confirms_it(session: Sessi
         session.shot("suggestion-ran")
 
 
-def test_ask_on_a_selection_edits_it(session: Session) -> None:
+def test_ask_and_explain_on_a_selection(session: Session) -> None:
     page = session.page
     session.double.script(
         Reply(reasoning="Swap the operands as asked.", content=json.dumps({**PLAN, "steps": ["return b + a"]})),
@@ -370,6 +370,15 @@ def test_ask_on_a_selection_edits_it(session: Session) -> None:
         page.locator(".monaco-editor .view-lines", has_text="return b + a").wait_for(timeout=60_000)
         session.notification("add() returns b + a")
         session.shot("ask-applied")
+
+    session.double.script(Reply(content="add() returns the sum of its arguments."))
+    with session.flow("explain-on-selection"):
+        session.go_to_line(1)
+        page.keyboard.press("Shift+ArrowDown")
+        page.keyboard.press("Shift+End")
+        session.quick_fix("Explain with Qwen")
+        session.notification("add() returns the sum of its arguments.")
+        session.shot("explained")
 
 
 def test_model_server_down_gives_one_message_and_the_extension_keeps_working(session: Session) -> None:
