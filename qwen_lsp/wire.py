@@ -120,6 +120,7 @@ class ExplainOutcome(Payload):
 
 class ReviewOutcome(Payload):
     findings: int
+    reviewed: bool = True  # False: no review happened, and the server already said why (e.g. model down)
 
 
 # -- internal: what unresolved code actions carry in `data` -------------------------------------

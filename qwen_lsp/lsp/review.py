@@ -101,7 +101,7 @@ class Reviews:
     async def cmd_review(self, args: protocol.ReviewArgs) -> protocol.ReviewOutcome:
         path, _root, _rel = self.server.folders.locate(args.uri)
         count = await self.review_file(path, whole_file=True)
-        return protocol.ReviewOutcome(findings=count or 0)
+        return protocol.ReviewOutcome(findings=count or 0, reviewed=count is not None)
 
 
 async def _git_head_text(root: Path, rel: str) -> str:

@@ -82,7 +82,7 @@ async def test_review_command_publishes_review_diagnostics(lsp, vllm, project):
                "message": "add() subtracts.", "suggestion": "use a + b"}
     vllm.script(Reply(content=json.dumps({"findings": [finding]})))
 
-    assert await execute(lsp, "qwen.server.review", {"uri": uri}) == {"findings": 1}
+    assert await execute(lsp, "qwen.server.review", {"uri": uri}) == {"findings": 1, "reviewed": True}
     (diag,) = lsp.diagnostics[uri]
     assert diag.source == "qwen-review" and diag.severity == types.DiagnosticSeverity.Warning and diag.code == "bug"
     assert diag.range == types.Range(types.Position(1, 4), types.Position(2, 16))

@@ -39,6 +39,17 @@ async def test_model_server_down_shows_the_fix_once_and_the_server_keeps_answeri
     await wait_until(lambda: lsp.statuses[-1]["state"] == "error")
 
 
+async def test_review_with_the_model_server_down_says_it_did_not_review(lsp, project):
+    """The error message is the answer: the result must not read as "no findings" (a second, wrong message)."""
+    uri = open_doc(lsp, project, "calc.py")
+    result = await lsp.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="qwen.server.review", arguments=[{"uri": uri}]))
+    answer = dict(result._asdict() if hasattr(result, "_asdict") else result)
+    assert answer == {"findings": 0, "reviewed": False}
+    (shown,) = lsp.messages
+    assert shown.type == types.MessageType.Error and "Cannot reach the model server" in shown.message
+
+
 class TestInvalidSettings:
     @pytest.fixture
     def server_options(self, vllm, cache_dir: Path) -> dict[str, Any]:

@@ -74,7 +74,8 @@ export async function review(execute: ExecuteServerCommand): Promise<void> {
   const uri = withEditor((editor) => editor.document.uri.toString());
   if (!uri) return;
   const result = await withProgress("Qwen is reviewing…", execute(SERVER_COMMANDS.review, { uri }));
-  if (result === undefined) return;
+  // Not reviewed (e.g. the model server is down): the server's own message already said why.
+  if (result === undefined || (result as { reviewed?: unknown } | null)?.reviewed === false) return;
   const findings = (result as { findings?: unknown } | null)?.findings;
   const count = typeof findings === "number" ? findings : 0;
   void vscode.window.showInformationMessage(

@@ -11,6 +11,7 @@ import {
   type ServerOptions,
 } from "vscode-languageclient/node";
 import * as commands from "./commands";
+import { FIX_APPLIED_COMMAND, FixFeedback, type AppliedFix } from "./fixFeedback";
 import {
   CLIENT_COMMANDS,
   STATUS_NOTIFICATION,
@@ -28,7 +29,8 @@ let client: LanguageClient | undefined;
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   const output = vscode.window.createOutputChannel("Qwen");
   const status = new StatusItem(vscode.window.createStatusBarItem("qwen.status", vscode.StatusBarAlignment.Right, 100));
-  const lsp = createClient(output);
+  const feedback = new FixFeedback(() => lsp.diagnostics);
+  const lsp = createClient(output, feedback);
   client = lsp;
 
   const execute: ExecuteServerCommand = (command, arg) =>
@@ -53,8 +55,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand("qwen.review", () => commands.review(execute)),
     vscode.commands.registerCommand("qwen.restart", () => restart(lsp, output)),
     vscode.commands.registerCommand("qwen.showOutput", () => output.show(true)),
+    vscode.commands.registerCommand(FIX_APPLIED_COMMAND, (fix: AppliedFix) => feedback.applied(fix)),
     new TerminalWatcher(
-      (params) => sendIfRunning(TERMINAL_OUTPUT_NOTIFICATION, params),
+      (params) => {
+        feedback.commandRan(params.command); // before the server republishes that command's diagnostics
+        sendIfRunning(TERMINAL_OUTPUT_NOTIFICATION, params);
+      },
       () => qwenConfig().get<boolean>("terminal.reportFailures", true),
     ),
     vscode.workspace.onDidChangeConfiguration((event) => {
@@ -77,7 +83,7 @@ function qwenConfig(scope?: vscode.Uri): vscode.WorkspaceConfiguration {
   return vscode.workspace.getConfiguration("qwen", scope);
 }
 
-function createClient(output: vscode.OutputChannel): LanguageClient {
+function createClient(output: vscode.OutputChannel, feedback: FixFeedback): LanguageClient {
   // A function, not an Executable: each (re)start reads the current command settings.
   const serverOptions: ServerOptions = () => startServer(output);
   const clientOptions: LanguageClientOptions = {
@@ -85,6 +91,11 @@ function createClient(output: vscode.OutputChannel): LanguageClient {
     outputChannel: output,
     initializationOptions: () => serverSettings(qwenConfig()),
     middleware: {
+      resolveCodeAction: async (item, token, next) => {
+        const resolved = await next(item, token);
+        return resolved ? feedback.attach(resolved, item) : resolved;
+      },
+      handleDiagnostics: (uri, diagnostics, next) => next(uri, feedback.mark(diagnostics)),
       workspace: {
         // Answer the `qwen` section with explicit values only (see serverSettings).
         configuration: async (params, token, next) => {

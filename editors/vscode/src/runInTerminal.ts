@@ -18,11 +18,15 @@ export async function runInTerminal(raw: unknown): Promise<boolean> {
     return false;
   }
   if (!(await confirm(args))) return false;
+  await runCommand(args.command);
+  return true;
+}
 
+/** Runs a command the user chose in the active terminal (or a new one), through shell integration. */
+export async function runCommand(command: string): Promise<void> {
   const terminal = vscode.window.activeTerminal ?? createTerminal();
   terminal.show();
-  await execute(terminal, args.command);
-  return true;
+  await execute(terminal, command);
 }
 
 /** Validates the argument; an unknown risk label is treated as destructive, never as safe. */

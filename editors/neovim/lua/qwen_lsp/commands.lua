@@ -121,6 +121,7 @@ function M.review()
   local bufnr = vim.api.nvim_get_current_buf()
   util.notify('reviewing…')
   util.execute(client, bufnr, 'qwen.server.review', { uri = vim.uri_from_bufnr(bufnr) }, function(result)
+    if type(result) == 'table' and result.reviewed == false then return end -- the server said why
     local findings = type(result) == 'table' and tonumber(result.findings) or 0
     util.notify(findings == 0 and 'review: no findings' or ('review: %d finding(s), see the diagnostics'):format(findings))
   end)

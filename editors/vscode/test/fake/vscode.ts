@@ -79,6 +79,13 @@ export enum StatusBarAlignment {
   Right = 2,
 }
 
+export enum DiagnosticSeverity {
+  Error = 0,
+  Warning = 1,
+  Information = 2,
+  Hint = 3,
+}
+
 export enum ProgressLocation {
   SourceControl = 1,
   Window = 10,

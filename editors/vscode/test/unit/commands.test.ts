@@ -113,6 +113,12 @@ describe("qwen.fix and qwen.review", () => {
     assert.match(fake.dialogs[0].message, /2 findings/);
   });
 
+  it("review that did not happen (model server down) adds nothing to the server's own message", async () => {
+    window.activeTextEditor = editor(new Selection(new Position(0, 0), new Position(0, 0)));
+    await review(recorder({ findings: 0, reviewed: false }).execute);
+    assert.deepEqual(fake.dialogs, []); // not a misleading "no findings"
+  });
+
   it("turns a server error into an error message", async () => {
     window.activeTextEditor = editor(new Selection(new Position(0, 0), new Position(0, 0)));
     await fix(async () => {
