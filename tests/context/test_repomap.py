@@ -10,21 +10,12 @@ import pytest
 from qwen_lsp.context import repomap
 from qwen_lsp.context.repomap import build_index, list_files, rank_definitions, repo_map
 from qwen_lsp.llm.tokens import count_tokens
-
-
-def write(root: Path, rel: str, text: str | bytes) -> None:
-    p = root / rel
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_bytes(text) if isinstance(text, bytes) else p.write_text(text)
+from tests.context.helpers import make_app, write
 
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    write(root, "app/models.py", "class User:\n    def save(self):\n        pass\n\n\nclass Order:\n    def total(self):\n        return 0\n")
-    write(root, "app/views.py", "from app.models import User\n\n\ndef show_user(uid):\n    u = User()\n    u.save()\n    return u\n")
-    write(root, "app/billing.py", "from app.models import Order\n\n\ndef invoice(o: Order):\n    return o.total()\n")
-    write(root, "app/util.py", "def slugify(s):\n    return s.lower()\n")
+    root = make_app(tmp_path / "proj")
     write(root, "web/main.ts", "export function boot(): void {}\n")
     return root
 
