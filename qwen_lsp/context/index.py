@@ -22,10 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from qwen_lsp.context.git_context import GitCache
-from qwen_lsp.context.repomap import (
-    MAX_FILE_BYTES, FileTags, RefGraph, TagIndex, build_graph, build_index, extract_tags, imported_names, list_files,
-    repo_map, tags_shape, update_graph,
-)
+from qwen_lsp.context.ranking import RefGraph, build_graph, imported_names, tags_shape, update_graph
+from qwen_lsp.context.repomap import MAX_FILE_BYTES, FileTags, TagIndex, build_index, extract_tags, list_files, repo_map
 from qwen_lsp.context.treesitter import language_for
 
 MAX_MEMO = 64  # rendered maps kept per index

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from qwen_lsp.context import repomap
+from qwen_lsp.context import ranking, repomap
 from qwen_lsp.context.index import WorkspaceIndex
 from tests.context.helpers import make_app, write
 
@@ -21,7 +21,7 @@ def cold_map(root: Path, focus: list[str]) -> str:
     index = repomap.build_index(root)
     imported = set()
     for rel in focus:
-        imported |= repomap.imported_names((root / rel).read_text(), "python")
+        imported |= ranking.imported_names((root / rel).read_text(), "python")
     return repomap.repo_map(root, 1024, focus_files=focus, index=index, imported=imported)
 
 
@@ -44,7 +44,7 @@ def test_an_edit_inside_a_body_updates_the_map_like_a_cold_build(project: Path) 
     assert_same_as_cold(live, project, ["app/views.py"])
     updated = live.graph()
     assert updated is not graph and updated.factor is graph.factor  # only the edited file's edges were redone
-    rebuilt = repomap.build_graph(live.tag_index())
+    rebuilt = ranking.build_graph(live.tag_index())
     for column in ("src", "dst", "name", "weight"):
         assert getattr(updated, column).tolist() == getattr(rebuilt, column).tolist()
     assert before  # there was a map before the edit too

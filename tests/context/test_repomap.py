@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from qwen_lsp.context import repomap
-from qwen_lsp.context.repomap import build_index, list_files, rank_definitions, repo_map
+from qwen_lsp.context import ranking, repomap
+from qwen_lsp.context.ranking import rank_definitions
+from qwen_lsp.context.repomap import build_index, list_files, repo_map
 from qwen_lsp.llm.tokens import count_tokens
 from tests.context.helpers import make_app, write
 
@@ -110,10 +111,10 @@ def test_unwritable_cache_dir_still_works(project: Path, tmp_path: Path) -> None
 def test_pagerank_restarts_at_the_focus() -> None:
     nodes = ["a", "b", "c", "d"]
     weights = {"a": {"b": 1.0}, "b": {"c": 1.0}, "d": {"a": 1.0}}
-    rank = repomap.pagerank(nodes, weights, {"a": 1.0})
+    rank = ranking.pagerank(nodes, weights, {"a": 1.0})
     assert rank["a"] > rank["b"] > rank["c"] > rank["d"] == 0
     assert abs(sum(rank.values()) - 1) < 1e-6
-    uniform = repomap.pagerank(nodes, {}, {})
+    uniform = ranking.pagerank(nodes, {}, {})
     assert all(abs(v - 0.25) < 1e-9 for v in uniform.values())
 
 
@@ -127,7 +128,7 @@ def test_builtin_like_names_do_not_crowd_out_what_the_focus_file_uses(tmp_path: 
     write(root, "app.py", "from db.query import Q\n\n\ndef run(s, parts):\n    s.lower(); s.lower(); s.lower()\n"
                           "    ', '.join(parts); ', '.join(parts)\n    '{}'.format(s)\n    return Q()\n")
     index = build_index(root)
-    imported = repomap.imported_names((root / "app.py").read_text(), "python")
+    imported = ranking.imported_names((root / "app.py").read_text(), "python")
     assert "Q" in imported
     ranked = [(f, d.name) for f, d, _ in rank_definitions(index, focus_files=["app.py"], imported=imported)]
     assert ranked[0] == ("db/query.py", "Q")
@@ -139,6 +140,6 @@ def test_builtin_like_names_do_not_crowd_out_what_the_focus_file_uses(tmp_path: 
 
 def test_the_reference_graph_can_be_reused_across_requests(project: Path) -> None:
     index = build_index(project)
-    graph = repomap.build_graph(index)
+    graph = ranking.build_graph(index)
     for focus in (["app/views.py"], ["app/billing.py"]):
         assert rank_definitions(index, focus_files=focus, graph=graph) == rank_definitions(index, focus_files=focus)

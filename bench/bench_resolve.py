@@ -1,0 +1,162 @@
+"""Fix latency as an editor sees it: the time from `codeAction/resolve` to the first request reaching
+the model server, on a large repository (Django) and a 3-file one, in the same run.
+
+For each repository the language server starts as editors start it (`python -m qwen_lsp.cli` on
+stdio, a fresh cache), then eight different failures in eight different modules are fixed, each after
+a small didChange of its file: the first is "cold" (the index is still loading in the background),
+then six more rounds over the same eight files are "warm". The vLLM test double runs in its own
+process and stamps every request on arrival; the model's answers are scripted and instant.
+
+    python bench/bench_resolve.py                    # downloads Django's sdist with pip
+    python bench/bench_resolve.py --django /path/to/Django-5.1.4
+Figures only, no pass/fail. Goal (issue 14): warm p95 < 50 ms on Django, Django/tiny ratio < 3.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from lsprotocol import types  # noqa: E402
+from pytest_lsp import client_capabilities  # noqa: E402
+
+from bench_context import fetch_django, git_init  # noqa: E402  (bench/bench_context.py)
+from bench_lsp import post, start_double  # noqa: E402
+from figures import figure  # noqa: E402
+
+from qwen_lsp.context.repomap import build_index  # noqa: E402
+from qwen_lsp.lsp.convert import file_uri  # noqa: E402
+from tests.lsp.conftest import PLAN, recording_client  # noqa: E402
+
+DJANGO_FILES = [
+    "django/db/models/query.py", "django/http/request.py", "django/utils/text.py", "django/forms/fields.py",
+    "django/template/base.py", "django/core/handlers/base.py", "django/contrib/auth/models.py", "django/urls/resolvers.py",
+]
+TINY = {
+    "calc.py": "def add(a, b):\n    total = a - b\n    return total\n",
+    "shapes.py": "from calc import add\n\n\ndef perimeter(w, h):\n    return add(add(w, w), add(h, h))\n",
+    "test_calc.py": "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n",
+}
+
+
+def requests_since(root_url: str, since: float) -> list[dict]:
+    import urllib.request
+
+    with urllib.request.urlopen(f"{root_url}/_double/requests", timeout=10) as answer:
+        return [r for r in json.load(answer) if r["path"] == "/v1/chat/completions" and r["time"] >= since]
+
+
+def targets(root: Path, files: list[str]) -> list[tuple[str, int]]:
+    """(file, 0-based line of its first function) for each file: where the failure is reported."""
+    index = build_index(root, files=files)
+    out = []
+    for rel in files:
+        defs = [d for d in index.files[rel].defs if d.kind in ("function", "method")]
+        out.append((rel, (defs[len(defs) // 2] if defs else index.files[rel].defs[0]).line - 1))
+    return out
+
+
+async def fix_latencies(root: Path, files: list[str], double_url: str, rounds: int) -> tuple[float, list[float]]:
+    root_url = double_url.removesuffix("/v1")
+    plan, finish = {"content": json.dumps(PLAN)}, {"tool_calls": [["finish", {"summary": "bench"}]]}
+    client = recording_client()
+    await client.start_io(sys.executable, "-m", "qwen_lsp.cli")
+    latencies: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="qwen-bench-cache-") as cache:
+        try:
+            await client.initialize_session(types.InitializeParams(
+                capabilities=client_capabilities("visual-studio-code"),
+                root_uri=file_uri(root, ""), workspace_folders=[types.WorkspaceFolder(uri=file_uri(root, ""), name="ws")],
+                initialization_options={"baseUrl": double_url, "cacheDir": cache, "maxRetries": 0},
+            ))
+            versions: dict[str, int] = {}
+            for round_no in range(rounds + 1):
+                for rel, line in targets(root, files):
+                    uri = file_uri(root, rel)
+                    if rel not in versions:
+                        versions[rel] = 1
+                        client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(
+                            uri=uri, language_id="python", version=1, text=(root / rel).read_text())))
+                    versions[rel] += 1
+                    client.text_document_did_change(types.DidChangeTextDocumentParams(
+                        types.VersionedTextDocumentIdentifier(uri=uri, version=versions[rel]),
+                        [types.TextDocumentContentChangePartial(
+                            range=types.Range(types.Position(0, 0), types.Position(0, 0)), text=f"# edit {versions[rel]}\n")],
+                    ))
+                    line += versions[rel] - 1  # the inserted comment lines push the function down
+                    diagnostic = types.Diagnostic(
+                        range=types.Range(types.Position(line, 0), types.Position(line, 1)),
+                        message=f"bench failure {round_no} in {rel}", source="bench")
+                    actions = await client.text_document_code_action_async(types.CodeActionParams(
+                        text_document=types.TextDocumentIdentifier(uri=uri), range=diagnostic.range,
+                        context=types.CodeActionContext(diagnostics=[diagnostic])))
+                    fix = next(a for a in actions if isinstance(a, types.CodeAction) and a.kind == types.CodeActionKind.QuickFix)
+                    post(f"{root_url}/_double/script", [plan, finish])
+                    started = time.time()
+                    await client.code_action_resolve_async(fix)
+                    first = requests_since(root_url, started)
+                    if not first:
+                        raise RuntimeError(f"no model request for {rel}")
+                    latencies.append(first[0]["time"] - started)
+            await client.shutdown_session()
+        finally:
+            await client.stop()
+    return latencies[0], latencies[len(files):]
+
+
+def summary(values: list[float]) -> tuple[float, float]:
+    ms = sorted(v * 1000 for v in values)
+    return statistics.median(ms), ms[min(len(ms) - 1, int(round(0.95 * (len(ms) - 1))))]
+
+
+async def bench(django: Path, rounds: int) -> None:
+    double, base_url = start_double()
+    try:
+        with tempfile.TemporaryDirectory(prefix="qwen-bench-tiny-") as tmp:
+            tiny = Path(tmp) / "tiny"
+            tiny.mkdir()
+            for rel, text in TINY.items():
+                (tiny / rel).write_text(text)
+            git_init(tiny)
+            tiny_files = sorted(TINY) * 3  # eight failures in a 3-file repo: files repeat
+            rows = {}
+            for name, root, files in (("django", django, DJANGO_FILES), ("tiny", tiny, tiny_files[:8])):
+                cold, warm = await fix_latencies(root, files, base_url, rounds)
+                rows[name] = (cold, *summary(warm))
+        print(f"codeAction/resolve -> first model request ({rounds} warm rounds x 8 failures)")
+        print(f"{'repo':<8} {'cold':>10} {'warm median':>12} {'warm p95':>10}")
+        for name, (cold, median, p95) in rows.items():
+            print(f"{name:<8} {cold * 1000:8.0f}ms {median:10.1f}ms {p95:8.1f}ms")
+            figure(f"resolve->first request cold, {name}", cold * 1000, "ms")
+            figure(f"resolve->first request warm median, {name}", median, "ms")
+            figure(f"resolve->first request warm p95, {name}", p95, "ms")
+        ratio = rows["django"][1] / rows["tiny"][1] if rows["tiny"][1] else float("inf")
+        print(f"django/tiny warm median ratio: {ratio:.1f}")
+        figure("resolve->first request django/tiny ratio", ratio, "x")
+    finally:
+        double.terminate()
+        double.wait()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--django", type=Path, help="an extracted Django 5.1.4 tree (default: download the sdist)")
+    parser.add_argument("--rounds", type=int, default=6, help="warm rounds over the eight failures")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="qwen-bench-django-") as tmp:
+        django = args.django.resolve() if args.django else fetch_django(Path(tmp))
+        if not args.django:
+            git_init(django)
+        asyncio.run(bench(django, args.rounds))
+
+
+if __name__ == "__main__":
+    main()

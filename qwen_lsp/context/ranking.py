@@ -1,0 +1,246 @@
+"""Ranking the repo map's definitions: files are nodes, a file that references a name links to the
+files defining it, and a personalised PageRank restarts at the request's focus files. What does not
+depend on the request (the reference graph) is built once per index version and can be updated
+file by file; the walk itself is vectorised with numpy."""
+
+from __future__ import annotations
+
+import builtins
+import dataclasses
+import math
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from qwen_lsp.context.repomap import MAX_DEFINERS, FileTags, TagIndex
+from qwen_lsp.context.treesitter import Definition, imports
+
+# Names that every codebase calls through builtins or the methods of builtin types: a call to
+# `x.join()` or `dict()` says nothing about which of the workspace's `join`s or `dict`s is meant.
+GENERIC_NAMES = frozenset(
+    {n for n in dir(builtins) if not n.startswith("_")}
+    | {n for t in (str, bytes, list, dict, set, tuple, int, float, object) for n in dir(t) if not n.startswith("_")}
+    | {"get", "set", "update", "append", "add", "remove", "close", "open", "read", "write", "run", "call", "main",
+       "init", "new", "push", "pop", "map", "filter", "then", "catch", "log", "error", "next", "apply", "test"}
+)
+GENERIC_DISCOUNT = 0.05
+
+
+@dataclass
+class RefGraph:
+    """What ranking needs that does not depend on the request, built once per index version.
+
+    One row per (referrer file, defining file, name): the edge arrays of the file graph, with the
+    name each edge comes from, so that a request can re-weight names (those named in the failure,
+    those its files import) without rebuilding anything."""
+
+    files: list[str]
+    file_pos: dict[str, int]
+    names: list[str]
+    name_pos: dict[str, int]
+    src: np.ndarray  # int32 file index of the referrer
+    dst: np.ndarray  # int32 file index of the definer
+    name: np.ndarray  # int32 name index
+    weight: np.ndarray  # float64 base weight
+    generic: np.ndarray  # bool per name: discounted as GENERIC_NAMES
+    short: np.ndarray  # bool per name: discounted for having fewer than 3 characters
+    factor: dict[str, tuple[float, list[int]]]  # name -> (weight per reference, defining files)
+
+
+def build_graph(index: TagIndex) -> RefGraph:
+    """The reference graph of `index`: a file that references a name links to the files defining it,
+    weighted by how telling the name is (inverse document frequency, definers, visibility)."""
+    files = sorted(index.files)  # the same arrays, so the same floating-point sums, in every process
+    file_pos = {f: i for i, f in enumerate(files)}
+    n_files = max(1, len(files))
+    # Inverse document frequency: a name every file uses ("django", "value") says little.
+    referrers: Counter[str] = Counter()
+    for tags in index.files.values():
+        referrers.update(tags.refs.keys())
+    top_level = {d.name for tags in index.files.values() for d in tags.defs if d.depth == 0}
+    methods_only = index.defined_in.keys() - top_level
+    factor: dict[str, tuple[float, list[int]]] = {}
+    for name, definers in index.defined_in.items():
+        df = referrers.get(name, 0)
+        # Dunders and names defined in dozens of files link everything to everything.
+        if not df or len(definers) > MAX_DEFINERS or (name.startswith("__") and name.endswith("__")):
+            continue
+        mult = 1.0
+        if name.startswith("_"):
+            mult *= 0.1
+        if len(definers) > 5 or len(name) < 3:
+            mult *= 0.1
+        if name in methods_only:
+            mult *= 0.25  # reached through attributes (x.value): which class is meant is a guess
+        if name in GENERIC_NAMES:
+            mult *= GENERIC_DISCOUNT
+        factor[name] = (mult * math.log((n_files + 1) / df) / len(definers), sorted(file_pos[f] for f in definers))
+    names = sorted(factor)
+    name_pos = {n: i for i, n in enumerate(names)}
+    rows: tuple[list[int], list[int], list[int], list[float]] = ([], [], [], [])
+    for u, referrer in enumerate(files):
+        _add_rows(rows, u, index.files[referrer], factor, name_pos)
+    src, dst, nid, weight = _arrays(rows)
+    return RefGraph(
+        files=files, file_pos=file_pos, names=names, name_pos=name_pos, src=src, dst=dst, name=nid, weight=weight,
+        generic=np.asarray([n in GENERIC_NAMES for n in names], dtype=bool),
+        short=np.asarray([len(n) < 3 for n in names], dtype=bool),
+        factor=factor,
+    )
+
+
+def _add_rows(rows: tuple[list[int], list[int], list[int], list[float]], u: int, tags: FileTags,
+              factor: dict[str, tuple[float, list[int]]], name_pos: dict[str, int]) -> None:
+    """The edges out of file `u`: one per (name it references, file defining that name)."""
+    src, dst, nid, weight = rows
+    for name in sorted(tags.refs.keys() & factor.keys()):
+        base, targets = factor[name]
+        w = base * math.sqrt(tags.refs[name])
+        if w <= 0:
+            continue
+        i = name_pos[name]
+        for v in targets:
+            if v != u:
+                src.append(u)
+                dst.append(v)
+                nid.append(i)
+                weight.append(w)
+
+
+def _arrays(rows: tuple[list[int], list[int], list[int], list[float]]) -> tuple[np.ndarray, ...]:
+    src, dst, nid, weight = rows
+    return (np.asarray(src, dtype=np.int32), np.asarray(dst, dtype=np.int32), np.asarray(nid, dtype=np.int32),
+            np.asarray(weight, dtype=np.float64))
+
+
+def tags_shape(tags: FileTags) -> tuple[frozenset, frozenset]:
+    """What of a file's tags the graph's weights depend on beyond its own reference counts."""
+    return frozenset(tags.refs), frozenset((d.name, d.depth == 0, d.kind == "impl") for d in tags.defs)
+
+
+def update_graph(graph: RefGraph, index: TagIndex, changed: Iterable[str]) -> RefGraph:
+    """`graph` with the edges out of the `changed` files recomputed from `index`.
+
+    Exact only when the changed files' `tags_shape` is what it was when `graph` was built (an edit
+    inside a body: the same names referenced and defined, other counts): then no name's weight, no
+    definer and no file changes, and only those files' own rows do. The caller checks that."""
+    changed_pos = [graph.file_pos[rel] for rel in changed]
+    keep = ~np.isin(graph.src, changed_pos)
+    rows: tuple[list[int], list[int], list[int], list[float]] = ([], [], [], [])
+    for rel, u in zip(changed, changed_pos):
+        _add_rows(rows, u, index.files[rel], graph.factor, graph.name_pos)
+    new = _arrays(rows)
+    order = np.argsort(np.concatenate([graph.src[keep], new[0]]), kind="stable")
+    src, dst, nid, weight = (np.concatenate([old[keep], add])[order] for old, add in
+                             zip((graph.src, graph.dst, graph.name, graph.weight), new))
+    return dataclasses.replace(graph, src=src, dst=dst, name=nid, weight=weight)
+
+
+def _pagerank(n: int, src: np.ndarray, dst: np.ndarray, weight: np.ndarray, pers: np.ndarray,
+              *, alpha: float = 0.85, max_iter: int = 50, tol: float = 1e-5) -> np.ndarray:
+    """Weighted personalised PageRank by power iteration over an edge list (parallel edges add up)."""
+    out = np.bincount(src, weights=weight, minlength=n)
+    prob = weight / np.where(out[src] > 0, out[src], 1.0)
+    dangling = out == 0
+    rank = pers.copy()
+    for _ in range(max_iter):
+        new = (1 - alpha + alpha * rank[dangling].sum()) * pers + alpha * np.bincount(dst, weights=rank[src] * prob, minlength=n)
+        delta = np.abs(new - rank).sum()
+        rank = new
+        if delta < tol:
+            break
+    return rank
+
+
+def pagerank(
+    nodes: list[str], weights: dict[str, dict[str, float]], personalization: dict[str, float],
+    *, alpha: float = 0.85, max_iter: int = 50, tol: float = 1e-5,
+) -> dict[str, float]:
+    """Weighted, personalised PageRank over `weights[u][v]` (a dict front end to `_pagerank`)."""
+    if not nodes:
+        return {}
+    pos = {n: i for i, n in enumerate(nodes)}
+    edges = [(pos[u], pos[v], w) for u, out in weights.items() for v, w in out.items() if w > 0]
+    src, dst, w = (np.asarray(col) for col in zip(*edges)) if edges else (np.zeros(0, int), np.zeros(0, int), np.zeros(0))
+    pers = np.asarray([personalization.get(n, 0.0) for n in nodes], dtype=np.float64)
+    pers = pers / pers.sum() if pers.sum() > 0 else np.full(len(nodes), 1 / len(nodes))
+    rank = _pagerank(len(nodes), src.astype(np.int64), dst.astype(np.int64), w.astype(np.float64), pers,
+                     alpha=alpha, max_iter=max_iter, tol=tol)
+    return dict(zip(nodes, rank.tolist()))
+
+
+def imported_names(text: str, lang: str) -> set[str]:
+    """Identifiers named in the file's import statements (`from m import Q, F` → m, Q, F)."""
+    return {w for stmt in imports(text, lang) for w in _WORD.findall(stmt)}
+
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def rank_definitions(
+    index: TagIndex, *, focus_files: Iterable[str] = (), mentioned: Iterable[str] = (),
+    imported: Iterable[str] = (), graph: RefGraph | None = None, limit: int | None = None,
+) -> list[tuple[str, Definition, float]]:
+    """(path, definition, score), best first.
+
+    Files are nodes; a file that references a name links to the files defining it. The random
+    walk restarts at the focus files (current file, traceback frames), so what they use, and what
+    that uses, ranks first. Names named in the failure weigh 10x; names the focus files import
+    are what they really use, so the generic and short-name discounts do not apply to them."""
+    graph = graph if graph is not None else build_graph(index)
+    n = len(graph.files)
+    if n == 0:
+        return []
+    focus = [f for f in dict.fromkeys(focus_files) if f in graph.file_pos]
+    mentioned_set = set(mentioned)
+    boost = np.ones(len(graph.names))
+    for name in set(imported):
+        i = graph.name_pos.get(name)
+        if i is not None:
+            boost[i] = (1 / GENERIC_DISCOUNT if graph.generic[i] else 1.0) * (10.0 if graph.short[i] else 1.0)
+    for name in mentioned_set:
+        i = graph.name_pos.get(name)
+        if i is not None:
+            boost[i] *= 10.0
+    weight = graph.weight * boost[graph.name]
+    pers = np.zeros(n)
+    for f in focus:
+        pers[graph.file_pos[f]] = 1.0
+    pers = pers / pers.sum() if pers.sum() > 0 else np.full(n, 1 / n)
+    rank = _pagerank(n, graph.src, graph.dst, weight, pers)
+    # A file's rank flows to the definitions its references point at.
+    out = np.bincount(graph.src, weights=weight, minlength=n)
+    share = np.where(out > 0, rank / np.where(out > 0, out, 1.0), 0.0)
+    pair = graph.dst.astype(np.int64) * max(1, len(graph.names)) + graph.name
+    keys, inverse = np.unique(pair, return_inverse=True)
+    totals = np.bincount(inverse, weights=share[graph.src] * weight)
+    if limit is not None and len(totals) > limit:
+        # Only the best `limit` (file, name) pairs can make it into a map; ties at the cut stay in.
+        cut = np.partition(totals, len(totals) - limit)[len(totals) - limit]
+        chosen = np.nonzero(totals >= cut)[0]
+        keys, totals = keys[chosen], totals[chosen]
+    scores: dict[tuple[str, str], float] = defaultdict(float)
+    n_names = max(1, len(graph.names))
+    for key, total in zip(keys.tolist(), totals.tolist()):
+        if total > 0:
+            scores[(graph.files[key // n_names], graph.names[key % n_names])] += total
+    for name in mentioned_set:
+        for f in index.defined_in.get(name, ()):
+            scores[(f, name)] += 1.0  # named in the failure: always worth a line
+    for f in focus:  # the focus files' own definitions, for orientation
+        r = float(rank[graph.file_pos[f]])
+        for d in index.files[f].defs:
+            scores[(f, d.name)] += r * 0.01
+    by_name: dict[tuple[str, str], list[Definition]] = defaultdict(list)
+    for f in {f for f, _ in scores}:
+        for d in index.files[f].defs:
+            if d.kind != "impl":
+                by_name[(f, d.name)].append(d)
+    ranked = [(f, d, s) for (f, name), s in scores.items() for d in by_name.get((f, name), [])]
+    ranked.sort(key=lambda t: (-t[2], t[0], t[1].line))
+    return ranked
+
+
