@@ -19,11 +19,24 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from typing import Literal
 
 from pydantic import BaseModel
 
+from qwen_lsp.engine.similarity import FUZZY_MARGIN
+from qwen_lsp.engine.similarity import Region as _Region
+from qwen_lsp.engine.similarity import disjoint as _disjoint
+from qwen_lsp.engine.similarity import fuzzy_rank as _fuzzy_rank
+from qwen_lsp.engine.similarity import similarity as _similarity
+from qwen_lsp.engine.textlines import detect_eol as _detect_eol
+from qwen_lsp.engine.textlines import find_all as _find_all
+from qwen_lsp.engine.textlines import line_at as _line_at
+from qwen_lsp.engine.textlines import lines as _lines
+from qwen_lsp.engine.textlines import nonblank_count as _nonblank_count
+from qwen_lsp.engine.textlines import split_lines as _split_lines
+from qwen_lsp.engine.textlines import to_lf as _to_lf
+from qwen_lsp.engine.textlines import trim_blank as _trim_blank
+from qwen_lsp.engine.textlines import trim_blank_up_to as _trim_blank_up_to
 from qwen_lsp.engine.merge import (
     Unanchored,
     Uncertain,
@@ -42,7 +55,6 @@ from qwen_lsp.engine.merge import (
 # replace could afford: the merge only changes the lines the model changed, and refuses
 # when it cannot pair them with file lines (merge.check_anchored, merge.Uncertain).
 FUZZY_THRESHOLD = 0.7
-FUZZY_MARGIN = 0.02  # a second region this close to the best makes it ambiguous
 # A one-line old_string that is merely "similar" is too easy to confuse with a
 # different line (`x < 1` vs `x <= 1`); for those we show the candidate instead.
 MIN_FUZZY_LINES = 2
@@ -50,8 +62,6 @@ MIN_FUZZY_LINES = 2
 # only if it has this many non-blank lines (see _find_new).
 MIN_APPLIED_LINES = 3
 # The trigram prefilter keeps at most this many windows, within this margin of its best.
-SHORTLIST_SIZE = 50
-SHORTLIST_MARGIN = 0.15
 MAX_SNIPPET_LINES = 12  # keeps error messages around 20 lines
 MAX_SNIPPET_CHARS = 160
 MAX_LISTED = 8  # match locations listed in an "ambiguous" error
@@ -76,23 +86,6 @@ class EditOutcome(BaseModel):
     start_line: int  # 1-based first line of the replaced region in the ORIGINAL text
     end_line: int  # 1-based last line of the replaced region in the ORIGINAL text
     similarity: float = 1.0
-
-
-@dataclass(frozen=True)
-class _Region:
-    """File lines [start, stop) (0-based) and how similar they are to old_string."""
-
-    start: int
-    stop: int
-    score: float = 1.0
-
-    def overlaps(self, other: _Region) -> bool:
-        return self.start < other.stop and other.start < self.stop
-
-    def describe(self) -> str:
-        if self.stop - self.start == 1:
-            return f"line {self.start + 1}"
-        return f"lines {self.start + 1}-{self.stop}"
 
 
 @dataclass(frozen=True)
@@ -344,111 +337,6 @@ def _elided(edit: _Edit) -> tuple[_Edit, EditOutcome | None]:
     return edit, _apply_merge(edit, pairs, "elision")
 
 
-def _fuzzy_rank(file_lines: list[str], old_core: list[str], margin: float = FUZZY_MARGIN) -> list[_Region]:
-    """Windows of len(old_core) ± 1 lines that are about as similar as the best one, best first.
-
-    Scoring every window with difflib is quadratic per window and far too slow on
-    big files, so a cheap trigram score picks the candidates first (_shortlist)
-    and only those get the real similarity (_similarity).
-    """
-    file_norm = [squash(line) for line in file_lines]
-    old_norm = [squash(line) for line in old_core]
-    scored = [
-        _Region(start, stop, _similarity(file_norm[start:stop], old_norm))
-        for start, stop in _shortlist(file_norm, old_norm)
-    ]
-    if not scored:
-        return []
-    # Ties go to the window with exactly as many lines as old_string, then the earliest.
-    m = len(old_core)
-    scored.sort(key=lambda r: (-r.score, abs(r.stop - r.start - m), r.start))
-    return [r for r in scored if r.score >= scored[0].score - margin]
-
-
-def _shortlist(file_norm: list[str], old_norm: list[str]) -> set[tuple[int, int]]:
-    """Candidate windows (start, stop): those of len(old_norm) lines whose trigram
-    Dice score is close to the best one, plus each of them one line shorter/longer.
-
-    Dice = 2·|common trigrams| / (|window trigrams| + |old trigrams|). The common
-    count is updated incrementally as the window slides (only trigrams that occur
-    in old_string can change it), so this is linear in the file size.
-    """
-    target = dict(sum((_trigrams(line) for line in old_norm), Counter[str]()))
-    target_size = sum(target.values())
-    line_grams = [_trigrams(line) for line in file_norm]
-    sizes = [sum(grams.values()) for grams in line_grams]
-    shared = [[(g, k) for g, k in grams.items() if g in target] for grams in line_grams]
-
-    n = len(file_norm)
-    size = min(len(old_norm), n)  # a file shorter than old_string is one window
-    window: dict[str, int] = {}
-    common = total = 0
-    found: list[tuple[float, int]] = []
-    for i in range(n):
-        for sign, line in ((1, i), (-1, i - size)):
-            if line < 0:
-                continue
-            total += sign * sizes[line]
-            for gram, k in shared[line]:
-                cap, before = target[gram], window.get(gram, 0)
-                after = window[gram] = before + sign * k
-                common += (after if after < cap else cap) - (before if before < cap else cap)
-        if i >= size - 1:
-            found.append((2 * common / (total + target_size) if total + target_size else 1.0, i - size + 1))
-    if not found:
-        return set()
-    found.sort(key=lambda f: -f[0])
-    floor = found[0][0] - SHORTLIST_MARGIN
-    return {
-        (start, min(start + size + extra, n))
-        for dice, start in found[:SHORTLIST_SIZE]
-        if dice >= floor
-        for extra in (-1, 0, 1)
-        if size + extra >= 1
-    }
-
-
-def _similarity(a: list[str], b: list[str]) -> float:
-    """difflib-style ratio (2·matches / total chars) of two line lists.
-
-    Lines are aligned first (equal lines match whole); only lines that differ
-    are compared character by character. Much cheaper than one ratio over the
-    joined text, and nearly the same number.
-    """
-    total = sum(len(line) + 1 for line in a) + sum(len(line) + 1 for line in b)
-    matched = 0
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
-        if tag == "equal":
-            matched += sum(len(line) + 1 for line in a[i1:i2])
-        elif tag == "replace" and i2 - i1 == j2 - j1:  # pair the lines up in order
-            matched += sum(_char_matches(x, y) + 1 for x, y in zip(a[i1:i2], b[j1:j2], strict=True))
-        elif tag == "replace" and max(i2 - i1, j2 - j1) <= 4:  # a line left out or added: compare as text
-            matched += _char_matches("\n".join(a[i1:i2]), "\n".join(b[j1:j2])) + min(i2 - i1, j2 - j1)
-        elif tag == "replace":  # pair the lines up in order; leftovers match nothing
-            matched += sum(_char_matches(x, y) + 1 for x, y in zip(a[i1:i2], b[j1:j2], strict=False))
-    return 2 * matched / total if total else 1.0
-
-
-@lru_cache(maxsize=4096)  # overlapping windows compare the same line pairs again
-def _char_matches(a: str, b: str) -> int:
-    blocks = difflib.SequenceMatcher(None, a, b, autojunk=False).get_matching_blocks()
-    return sum(block.size for block in blocks)
-
-
-def _trigrams(line: str) -> Counter[str]:
-    padded = f" {line} "  # so that short lines still yield trigrams
-    return Counter(padded[i : i + 3] for i in range(len(padded) - 2))
-
-
-def _disjoint(regions: list[_Region]) -> list[_Region]:
-    """Drop regions overlapping a better one (the input is sorted best first)."""
-    kept: list[_Region] = []
-    for r in regions:
-        if not any(r.overlaps(k) for k in kept):
-            kept.append(r)
-    return kept
-
-
 def _find_new(edit: _Edit, near: _Region | None, *, anywhere: bool) -> _Region | None:
     """Where new_string already is in the file, if that means the edit was applied before.
 
@@ -600,64 +488,3 @@ def _snippet(file_lines: list[str], region: _Region) -> str:
     if stop < region.stop:
         out.append(f"{'':>{width}} | ... ({region.stop - stop} more lines)")
     return "\n".join(out)
-
-
-# --- small string helpers ------------------------------------------------------
-
-
-def _to_lf(s: str) -> str:
-    return s.replace("\r\n", "\n")
-
-
-def _detect_eol(text: str) -> str:
-    """The file's line ending: CRLF when most of its newlines are CRLF."""
-    crlf = text.count("\r\n")
-    return "\r\n" if crlf and crlf * 2 >= text.count("\n") else "\n"
-
-
-def _split_lines(text: str) -> list[str]:
-    """Lines with their endings. Unlike str.splitlines, only "\\n" ends a line
-    (form feeds and U+2028 inside code must not split it)."""
-    return re.findall(r"[^\n]*\n|[^\n]+\Z", text)
-
-
-def _lines(s: str) -> list[str]:
-    """Lines of an LF string without endings; a final newline does not add an empty line."""
-    if not s:
-        return []
-    return (s[:-1] if s.endswith("\n") else s).split("\n")
-
-
-def _trim_blank(lines: list[str]) -> tuple[list[str], int, int]:
-    """Strip leading/trailing blank lines; also return how many were stripped at each end."""
-    start, stop = 0, len(lines)
-    while start < stop and not lines[start].strip():
-        start += 1
-    while stop > start and not lines[stop - 1].strip():
-        stop -= 1
-    return lines[start:stop], start, len(lines) - stop
-
-
-def _trim_blank_up_to(lines: list[str], lead: int, trail: int) -> list[str]:
-    _, has_lead, has_trail = _trim_blank(lines)
-    if has_lead == len(lines):  # all blank
-        return []
-    return lines[min(lead, has_lead) : len(lines) - min(trail, has_trail)]
-
-
-def _find_all(text: str, sub: str) -> list[int]:
-    """Start offsets of every (possibly overlapping) occurrence."""
-    found, i = [], text.find(sub)
-    while i >= 0:
-        found.append(i)
-        i = text.find(sub, i + 1)
-    return found
-
-
-def _line_at(text: str, offset: int) -> int:
-    """1-based line number of the character at `offset`."""
-    return text.count("\n", 0, offset) + 1
-
-
-def _nonblank_count(lines: list[str]) -> int:
-    return sum(1 for line in lines if line.strip())
