@@ -106,6 +106,8 @@ async def fix_latencies(root: Path, files: list[str], double_url: str, rounds: i
                     if not first:
                         raise RuntimeError(f"no model request for {rel}")
                     latencies.append(first[0]["time"] - started)
+                    print(f"  {root.name} round {round_no} {rel}: {latencies[-1] * 1000:.0f} ms to the first request, "
+                          f"{time.time() - started:.1f} s for the fix", flush=True)
             await client.shutdown_session()
         finally:
             await client.stop()
