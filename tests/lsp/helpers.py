@@ -136,3 +136,11 @@ def foreign_diagnostic(line: int = 1) -> types.Diagnostic:
         range=types.Range(types.Position(line, 4), types.Position(line, 17)),
         message="add() returns the difference", source="pylint", code="W9999",
     )
+
+
+async def explain_first_lines(client: LanguageClient, uri: str) -> dict:
+    """`qwen.server.explain` on lines 1-2 of `uri`, its answer as a plain dict."""
+    result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="qwen.server.explain", arguments=[{"uri": uri, "range": {
+            "start": {"line": 0, "character": 0}, "end": {"line": 2, "character": 0}}}]))
+    return dict(result._asdict() if hasattr(result, "_asdict") else result)

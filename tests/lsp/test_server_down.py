@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from lsprotocol import types
 
-from tests.lsp.helpers import code_actions, open_doc, wait_until
+from tests.lsp.helpers import explain_first_lines, code_actions, open_doc, wait_until
 from tests.net import closed_port_url
 from tests.vllm_double import Reply
 
@@ -58,9 +58,6 @@ class TestInvalidSettings:
     async def test_a_bad_value_is_reported_and_the_rest_still_applies(self, lsp, vllm, project):
         uri = open_doc(lsp, project, "calc.py")
         vllm.script(Reply(content="It subtracts."))
-        result = await lsp.workspace_execute_command_async(types.ExecuteCommandParams(
-            command="qwen.server.explain", arguments=[{"uri": uri, "range": {
-                "start": {"line": 0, "character": 0}, "end": {"line": 2, "character": 0}}}]))
-        assert dict(result._asdict() if hasattr(result, "_asdict") else result) == {"markdown": "It subtracts."}
+        assert await explain_first_lines(lsp, uri) == {"markdown": "It subtracts."}
         warning = lsp.messages[0]
         assert warning.type == types.MessageType.Warning and "max_rounds" in warning.message

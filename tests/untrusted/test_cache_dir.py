@@ -12,7 +12,7 @@ import pytest
 from lsprotocol import types
 
 from qwen_lsp.review import cli as review_cli
-from tests.lsp.helpers import open_doc
+from tests.lsp.helpers import explain_first_lines, open_doc
 from tests.qfix.helpers import BUGGY, QFIX
 from tests.vllm_double import Reply
 
@@ -57,10 +57,7 @@ class TestLanguageServer:
     async def test_the_server_warns_and_keeps_serving(self, lsp, vllm, project, tmp_path):
         uri = open_doc(lsp, project, "calc.py")
         vllm.script(Reply(content="It subtracts."))
-        result = await lsp.workspace_execute_command_async(types.ExecuteCommandParams(
-            command="qwen.server.explain", arguments=[{"uri": uri, "range": {
-                "start": {"line": 0, "character": 0}, "end": {"line": 2, "character": 0}}}]))
-        assert dict(result._asdict() if hasattr(result, "_asdict") else result) == {"markdown": "It subtracts."}
+        assert await explain_first_lines(lsp, uri) == {"markdown": "It subtracts."}
         warning = lsp.messages[0]
         assert warning.type == types.MessageType.Warning and "cache_dir" in warning.message
         assert "is a file, not a folder" in warning.message
