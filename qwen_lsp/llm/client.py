@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import openai
@@ -85,6 +86,18 @@ class Completion(BaseModel):
         return message
 
 
+@dataclass(frozen=True)
+class ChatRequest:
+    """What one chat completion asks of the model: everything that shapes the request body."""
+
+    messages: list[dict[str, Any]]
+    thinking: bool
+    max_tokens: int
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: str | None = None
+    json_schema: dict[str, Any] | None = None
+
+
 class ServerInfo(BaseModel):
     model: str
     max_model_len: int | None = None
@@ -140,14 +153,13 @@ class ModelClient:
     ) -> Completion:
         """One streamed chat completion, logged to calls.jsonl. Cancelling the
         awaiting task closes the stream, which makes vLLM abort the request."""
+        request = ChatRequest(messages, thinking, max_tokens, tools, tool_choice, json_schema)
         started = time.monotonic()
         completion = Completion(thinking=thinking)
         outcome = "cancelled"
         try:
             session = self.settings.session_id or session_id
-            completion = _finish(
-                await self._stream(completion, messages, max_tokens, tools, tool_choice, json_schema, session)
-            )
+            completion = _finish(await self._stream(request, completion, session))
             outcome = "ok"
             return completion
         except ModelServerError as exc:
@@ -169,19 +181,10 @@ class ModelClient:
                 ),
             )
 
-    async def _stream(
-        self,
-        completion: Completion,
-        messages: list[dict[str, Any]],
-        max_tokens: int,
-        tools: list[dict[str, Any]] | None,
-        tool_choice: str | None,
-        json_schema: dict[str, Any] | None,
-        session: str | None,
-    ) -> Completion:
+    async def _stream(self, request: ChatRequest, completion: Completion, session: str | None) -> Completion:
         info = await self.info()
-        preset = self.settings.thinking if completion.thinking else self.settings.non_thinking
-        kwargs = self._request(messages, info, preset, completion.thinking, max_tokens, tools, tool_choice, json_schema)
+        preset = self.settings.thinking if request.thinking else self.settings.non_thinking
+        kwargs = self._request(request, info, preset)
         if session:
             # A session-affinity router keeps one workspace on one replica's prefix cache.
             kwargs["user"] = session
@@ -194,54 +197,43 @@ class ModelClient:
         try:
             completion = await _collect(stream, completion, started, self.settings.limits.answer_max_bytes)
             if completion.usage_counted_locally:
-                _count_usage(completion, kwargs["messages"], tools)
+                _count_usage(completion, request)
             return completion
         except openai.APIError as exc:
             raise self._explain(exc, "streaming /chat/completions") from exc
         finally:
             await stream.close()
 
-    def _request(
-        self,
-        messages: list[dict[str, Any]],
-        info: ServerInfo,
-        preset: SamplingPreset,
-        thinking: bool,
-        max_tokens: int,
-        tools: list[dict[str, Any]] | None,
-        tool_choice: str | None,
-        json_schema: dict[str, Any] | None,
-    ) -> dict[str, Any]:
+    def _request(self, request: ChatRequest, info: ServerInfo, preset: SamplingPreset) -> dict[str, Any]:
         extra_body: dict[str, Any] = {
             "top_k": preset.top_k,
             "min_p": preset.min_p,
-            "chat_template_kwargs": {"enable_thinking": thinking, "preserve_thinking": True},
+            "chat_template_kwargs": {"enable_thinking": request.thinking, "preserve_thinking": True},
         }
-        if json_schema is not None:
-            extra_body["structured_outputs"] = {"json": json_schema}
+        if request.json_schema is not None:
+            extra_body["structured_outputs"] = {"json": request.json_schema}
         kwargs: dict[str, Any] = {
             "model": info.model,
-            "messages": messages,
+            "messages": request.messages,
             "stream": True,
             "stream_options": {"include_usage": True},
             "temperature": preset.temperature,
             "top_p": preset.top_p,
             "presence_penalty": preset.presence_penalty,
-            "max_tokens": self._bounded(max_tokens, messages, tools, info),
+            "max_tokens": self._bounded(request, info),
             "extra_body": extra_body,
         }
-        if tools:
-            kwargs["tools"] = tools
-            kwargs["tool_choice"] = tool_choice or "auto"
+        if request.tools:
+            kwargs["tools"] = request.tools
+            kwargs["tool_choice"] = request.tool_choice or "auto"
         return kwargs
 
     @staticmethod
-    def _bounded(max_tokens: int, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, info: ServerInfo) -> int:
+    def _bounded(request: ChatRequest, info: ServerInfo) -> int:
         """max_tokens that still fits in max_model_len after the prompt (vLLM rejects overflows)."""
         if not info.max_model_len:
-            return max_tokens
-        prompt = count_tokens(json.dumps(messages, ensure_ascii=False) + json.dumps(tools or []))
-        return max(1, min(max_tokens, info.max_model_len - prompt - 64))
+            return request.max_tokens
+        return max(1, min(request.max_tokens, info.max_model_len - _prompt_tokens(request) - 64))
 
     def _explain(self, exc: openai.APIError, what: str) -> ModelServerError:
         url = self.settings.base_url
@@ -317,10 +309,14 @@ def _nbytes(text: str) -> int:
     return len(text.encode("utf-8", "replace"))
 
 
-def _count_usage(completion: Completion, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> None:
-    """Token counts for a server whose stream reports none (llama.cpp): the Qwen3.6 tokenizer
-    on the messages and tools as sent (close to, not exactly, the rendered chat template)."""
-    completion.prompt_tokens = count_tokens(json.dumps(messages, ensure_ascii=False) + json.dumps(tools or []))
+def _prompt_tokens(request: ChatRequest) -> int:
+    """The Qwen3.6 tokenizer on the messages and tools as sent (close to, not exactly, the rendered chat template)."""
+    return count_tokens(json.dumps(request.messages, ensure_ascii=False) + json.dumps(request.tools or []))
+
+
+def _count_usage(completion: Completion, request: ChatRequest) -> None:
+    """Token counts for a server whose stream reports none (llama.cpp)."""
+    completion.prompt_tokens = _prompt_tokens(request)
     generated = [completion.reasoning, completion.content, *(c.name + c.arguments for c in completion.tool_calls)]
     completion.completion_tokens = count_tokens("".join(generated))
 
