@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -30,6 +32,18 @@ class Snippet(BaseModel):
     end_line: int
     title: str  # "def load(path)", "lines 10-40"
     text: str
+
+
+@dataclass(frozen=True)
+class Focus:
+    """The failing lines of one file, with what one parse of that file found."""
+
+    relpath: str
+    text: str
+    lang: str | None  # None when the file has no grammar or did not parse
+    defs: list[Definition]
+    line: int  # 1-based, inside the file
+    end_line: int
 
 
 class SourceContext(BaseModel):
@@ -150,30 +164,30 @@ def source_context(
     if line is None:
         return ctx
     line = min(max(1, line), max(1, total))
+    where = Focus(relpath, text, ctx.language, defs, line, end_line or line)
     snip = focus(text, ctx.language, line, defs=defs)
     ctx.focus = snip.model_copy(update={"path": relpath})
-    ctx.related = _related(
-        text, relpath, ctx.language, defs, line, end_line or line, lookup, ctx.focus, max_related, related_max_lines, workspace, read_file
-    )
+    read: ReadFile = partial(read_source, workspace, read_file=read_file)
+    ctx.related = _related(where, ctx.focus, lookup, read, max_related, related_max_lines)
     return ctx
 
 
 def _related(
-    text: str, relpath: str, lang: str | None, defs: list[Definition], line: int, end_line: int, lookup: Lookup | None,
-    shown: Snippet, max_related: int, max_lines: int, workspace: Path, read_file: ReadFile | None,
+    where: Focus, shown: Snippet, lookup: Lookup | None, read: ReadFile, max_related: int, max_lines: int
 ) -> list[Snippet]:
-    """Definitions of the names used on the failing lines: same file first, then the workspace."""
+    """Definitions of the names used on the failing lines: same file first, then the workspace
+    (`read` gives a workspace file's text). `shown` is already in the prompt: not repeated."""
     out: list[Snippet] = []
     seen: set[tuple[str, int]] = set()
 
     def covered(path: str, d: Definition) -> bool:
-        return path == relpath and shown.start_line <= d.line <= shown.end_line
+        return path == where.relpath and shown.start_line <= d.line <= shown.end_line
 
-    texts: dict[str, str | None] = {relpath: text}
-    for name in referenced_names(text, lang, line, end_line):
+    texts: dict[str, str | None] = {where.relpath: where.text}
+    for name in referenced_names(where.text, where.lang, where.line, where.end_line):
         if len(out) >= max_related:
             break
-        candidates = [(relpath, d) for d in defs if d.name == name]
+        candidates = [(where.relpath, d) for d in where.defs if d.name == name]
         if not candidates and lookup is not None:
             try:
                 candidates = lookup(name)[:3]
@@ -185,7 +199,7 @@ def _related(
                 continue
             seen.add((path, d.line))
             if path not in texts:
-                texts[path] = read_source(workspace, path, read_file)
+                texts[path] = read(path)
             body = texts[path]
             if body is None:
                 continue
