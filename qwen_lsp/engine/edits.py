@@ -37,18 +37,15 @@ from qwen_lsp.engine.textlines import split_lines as _split_lines
 from qwen_lsp.engine.textlines import to_lf as _to_lf
 from qwen_lsp.engine.textlines import trim_blank as _trim_blank
 from qwen_lsp.engine.textlines import trim_blank_up_to as _trim_blank_up_to
+from qwen_lsp.engine.elision import has_elision, is_elision, strip_outer_elisions
+from qwen_lsp.engine.indentation import line_matches, squash
 from qwen_lsp.engine.merge import (
     Unanchored,
     Uncertain,
     align_fuzzy,
     align_segments,
     check_anchored,
-    has_elision,
-    is_elision,
-    line_matches,
     merge,
-    squash,
-    strip_outer_elisions,
 )
 
 # Default minimum similarity of the best region for a fuzzy match. Lower than a plain

@@ -20,22 +20,15 @@ Pure functions on lists of lines (without line endings).
 from __future__ import annotations
 
 import difflib
-import re
 from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
-from itertools import pairwise
 
-TAB_WIDTH = 4  # only used to compare mixed tab/space indentation widths
+from qwen_lsp.engine.elision import ELIDED, deletion_next_to_elision, is_elision, split_elided_in_new
+from qwen_lsp.engine.indentation import TAB_WIDTH, indent_of, indent_shape, indent_unit, line_matches, render, squash, width
+
 LINE_SIMILARITY = 0.75  # a line with a small typo still pairs with its file line
 MIN_ANCHORED = 0.5  # share of old_string's lines that must be in the file verbatim (modulo spacing)
-
-# `...` on its own line, or as a comment ("# ...", "// ... existing code ...", "/* ... */").
-# A bare `...` is real code in Python (Ellipsis), so it counts as an elision only where
-# old_string uses elisions too.
-_COMMENT_ELISION = re.compile(r"^\s*(#|//|/\*|--|<!--|;)\s*(\.\.\.|…)")
-_BARE_ELISION = re.compile(r"^\s*(\.\.\.|…)\s*$")
-ELIDED = "\x00elided"  # what an elision line compares as
 
 
 class Uncertain(Exception):
@@ -53,33 +46,6 @@ class Merged:
     lines: list[str]
 
 
-def is_elision(line: str, *, bare: bool) -> bool:
-    return bool(_COMMENT_ELISION.match(line) or (bare and _BARE_ELISION.match(line)))
-
-
-def has_elision(lines: list[str], *, bare: bool) -> bool:
-    return any(is_elision(line, bare=bare) for line in lines)
-
-
-def strip_outer_elisions(old: list[str], new: list[str]) -> tuple[list[str], list[str]]:
-    """Drop elisions at the ends of old_string ("and more follows" says nothing to merge),
-    and the matching ones at the ends of new_string. An elision only new_string has stays:
-    the merge refuses it rather than guess what it stands for."""
-
-    def trim(lines: list[str], front: bool) -> tuple[list[str], bool]:
-        cut = False
-        while lines and (not (end := lines[0 if front else -1]).strip() or is_elision(end, bare=True)):
-            cut = cut or is_elision(end, bare=True)
-            lines = lines[1:] if front else lines[:-1]
-        return lines, cut
-
-    old_front, cut_front = trim(old, True)
-    old_both, cut_back = trim(old_front, False)
-    if cut_front:
-        new = trim(new, True)[0]
-    if cut_back:
-        new = trim(new, False)[0]
-    return old_both, new
 
 
 # --- alignment: which file line each old_string line is a copy of ----------------------------
@@ -268,9 +234,9 @@ def merge(file_lines: list[str], old: list[str], new: list[str], pairs: list[int
         cursor = max(cursor, k)
 
     opcodes = difflib.SequenceMatcher(None, old_key, new_key, autojunk=False).get_opcodes()
-    if _deletion_next_to_elision(opcodes, old, new):
+    if deletion_next_to_elision(opcodes, old, new):
         raise Uncertain("new_string deletes lines right next to a `...`, so it is unclear which lines the `...` keeps.")
-    for tag, i1, i2, j1, j2 in _split_elided_in_new(opcodes, old, new, elided):
+    for tag, i1, i2, j1, j2 in split_elided_in_new(opcodes, old, new, elided):
         elided_in_new = tag == "replace" and j2 - j1 == 1 and is_elision(new[j1], bare=True) and not any(elided[i1:i2])
         if tag == "equal" or (elided_in_new and all(pairs[i] is not None for i in range(i1, i2) if old[i].strip())):
             # Unchanged, or written as `...` in new_string only: the file's lines, as they are.
@@ -350,66 +316,6 @@ def _char_edits(a: str, b: str) -> list[tuple[int, int, str]]:
     return [(i1, i2, b[j1:j2]) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"]
 
 
-def _deletion_next_to_elision(opcodes: list[tuple[str, int, int, int, int]], old: list[str], new: list[str]) -> bool:
-    """A `...` in new_string next to a deletion (only blank lines between): how many of the
-    old lines around it does the `...` keep? (difflib may pair a blank line across it.)"""
-
-    def deletes(op: tuple[str, int, int, int, int]) -> bool:
-        tag, i1, i2, j1, j2 = op
-        return tag != "equal" and any(s.strip() for s in old[i1:i2]) and not any(s.strip() for s in new[j1:j2])
-
-    def blank(op: tuple[str, int, int, int, int]) -> bool:
-        return op[0] == "equal" and not any(s.strip() for s in old[op[1] : op[2]])
-
-    for k, (tag, _, _, j1, j2) in enumerate(opcodes):
-        if tag == "equal" or not any(is_elision(line, bare=True) for line in new[j1:j2]):
-            continue
-        for step in (-1, 1):
-            n = k + step
-            while 0 <= n < len(opcodes) and blank(opcodes[n]):
-                n += step
-            if 0 <= n < len(opcodes) and deletes(opcodes[n]):
-                return True
-    return False
-
-
-def _split_elided_in_new(
-    opcodes: list[tuple[str, int, int, int, int]], old: list[str], new: list[str], elided: list[bool]
-) -> list[tuple[str, int, int, int, int]]:
-    """Split "changed lines, then `# ... existing code ...`" (or the reverse) in new_string,
-    replacing more old lines, into the change and the old lines the elision keeps.
-
-    The changed lines replace as many old lines at the same end, one for one, and each
-    must still resemble the line it replaces; otherwise the hunk is left for the caller
-    to refuse.
-    """
-    out: list[tuple[str, int, int, int, int]] = []
-    for tag, i1, i2, j1, j2 in opcodes:
-        marks = [j for j in range(j1, j2) if is_elision(new[j], bare=True)]
-        changed = j2 - j1 - 1
-        if tag != "replace" or len(marks) != 1 or any(elided[i1:i2]) or changed < 1 or changed >= i2 - i1:
-            out.append((tag, i1, i2, j1, j2))
-            continue
-        if marks[0] == j2 - 1:  # changed lines first, then the elision
-            pairs = list(zip(range(i1, i1 + changed), range(j1, j2 - 1), strict=True))
-            split = [("replace", i1, i1 + changed, j1, j2 - 1), ("replace", i1 + changed, i2, j2 - 1, j2)]
-        elif marks[0] == j1:  # the elision, then changed lines
-            pairs = list(zip(range(i2 - changed, i2), range(j1 + 1, j2), strict=True))
-            split = [("replace", i1, i2 - changed, j1, j1 + 1), ("replace", i2 - changed, i2, j1 + 1, j2)]
-        else:
-            out.append((tag, i1, i2, j1, j2))
-            continue
-        if all(_resembles(old[i], new[j]) for i, j in pairs):
-            out.extend(split)
-        else:
-            out.append((tag, i1, i2, j1, j2))
-    return out
-
-
-def _resembles(a: str, b: str) -> bool:
-    return difflib.SequenceMatcher(None, squash(a), squash(b), autojunk=False).ratio() >= 0.5
-
-
 def _insertion_point(file_lines: list[str], pairs: list[int | None], elided: list[bool], at: int, cursor: int) -> int:
     """Where lines new_string adds before old line `at` go: between the file lines of the
     old lines around them. Unmentioned file lines in between make that a guess."""
@@ -480,70 +386,3 @@ class _Indenter:
         if levels >= 0:
             return at + self.unit * levels + " " * extra + line.lstrip()
         return render(width(at) + levels * width(self.unit) + extra, self.unit) + line.lstrip()
-
-
-# --- line helpers (shared with edits.py) ------------------------------------------------------
-
-
-def line_matches(file_lines: list[str], block: list[str]) -> list[int]:
-    """0-based starts of every run of file lines equal to `block` modulo indentation.
-
-    Lines compare equal when their stripped text is equal and the block's
-    indentation has the same shape (see indent_shape), so a block given at
-    column 0 matches one at column 8, and tabs match spaces.
-    """
-    want = [line.strip() for line in block]
-    shape = indent_shape(block)
-    have = [line.strip() for line in file_lines]
-    m = len(want)
-    return [
-        s
-        for s in range(len(have) - m + 1)
-        if have[s : s + m] == want and indent_shape(file_lines[s : s + m]) == shape
-    ]
-
-
-def indent_shape(lines: list[str]) -> list[int | None]:
-    """Each line's indentation as a rank among the block's distinct indent widths.
-
-    Ranks instead of widths make the comparison independent of the base
-    indentation, of tabs vs spaces, and of the indent step (2 vs 4 spaces),
-    while still telling nested lines apart from sibling lines.
-    """
-    widths = [width(indent_of(line)) if line.strip() else None for line in lines]
-    rank = {w: r for r, w in enumerate(sorted({w for w in widths if w is not None}))}
-    return [None if w is None else rank[w] for w in widths]
-
-
-def squash(line: str) -> str:
-    """Whitespace-normalized line: no indentation, single spaces."""
-    return " ".join(line.split())
-
-
-def indent_of(line: str) -> str:
-    """Leading whitespace of a (non-blank) line."""
-    return line[: len(line) - len(line.lstrip())]
-
-
-def width(indent: str) -> int:
-    return len(indent.expandtabs(TAB_WIDTH))
-
-
-def render(columns: int, unit: str) -> str:
-    """An indentation of `columns` columns in the file's style."""
-    columns = max(columns, 0)
-    if unit == "\t":
-        return "\t" * (columns // TAB_WIDTH) + " " * (columns % TAB_WIDTH)
-    return " " * columns
-
-
-def indent_unit(lines: list[str]) -> str | None:
-    """The indent step used by `lines`: "\\t", or N spaces (most common increase), or None."""
-    indents = [indent_of(line) for line in lines if line.strip()]
-    tabs = sum(i.startswith("\t") for i in indents)
-    if tabs and tabs >= sum(i.startswith(" ") for i in indents):
-        return "\t"
-    steps = Counter(b - a for a, b in pairwise(width(i) for i in indents) if b > a)
-    if not steps:
-        return None
-    return " " * min(steps, key=lambda k: (-steps[k], k))

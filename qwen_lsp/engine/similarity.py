@@ -8,7 +8,7 @@ from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 
-from qwen_lsp.engine.merge import squash
+from qwen_lsp.engine.indentation import squash
 
 FUZZY_MARGIN = 0.02  # a second region this close to the best makes it ambiguous
 SHORTLIST_SIZE = 50
