@@ -1,0 +1,62 @@
+"""Settings: the precedence of their sources, the model card defaults, and lenient loading that
+drops a bad value where it was set instead of failing."""
+
+from __future__ import annotations
+
+import pytest
+
+from qwen_lsp.settings import DroppedSetting, load_settings, load_settings_lenient
+
+
+def test_settings_precedence_defaults_pyproject_env_overrides(tmp_path, monkeypatch):
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.qwen-lsp]\nmodel = "from-pyproject"\nmax_rounds = 3\nbase_url = "http://p/v1"\n'
+        "[tool.qwen-lsp.budgets]\ngit = 100\n"
+    )
+    monkeypatch.setenv("QWEN_LSP_MAX_ROUNDS", "5")
+    monkeypatch.setenv("QWEN_LSP_BASE_URL", "http://env/v1")
+    s = load_settings(tmp_path, {"baseUrl": "http://init/v1", "budgets": {"files": 7}, "model": None})
+    assert s.model == "from-pyproject"  # pyproject beats the default; a null override is "unset"
+    assert s.max_rounds == 5  # env beats pyproject
+    assert s.base_url == "http://init/v1"  # overrides beat env, camelCase accepted
+    assert (s.budgets.git, s.budgets.files, s.budgets.total_input) == (100, 7, 32768)  # nested merge
+
+
+def test_settings_defaults_are_the_model_card_presets(monkeypatch):
+    for name in ("QWEN_LSP_BASE_URL", "QWEN_LSP_MODEL", "QWEN_LSP_API_KEY", "QWEN_LSP_CACHE_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    s = load_settings(None)
+    assert (s.base_url, s.model, s.api_key) == ("http://127.0.0.1:8000/v1", None, "EMPTY")
+    assert s.cache_dir.name == "qwen-lsp"
+    assert s.thinking.model_dump() == {"temperature": 0.6, "top_p": 0.95, "top_k": 20, "min_p": 0.0, "presence_penalty": 0.0}
+    assert s.non_thinking.model_dump() == {"temperature": 0.7, "top_p": 0.8, "top_k": 20, "min_p": 0.0, "presence_penalty": 1.5}
+
+
+def test_lenient_settings_drop_each_bad_value_where_it_was_set(tmp_path, monkeypatch):
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.qwen-lsp]\nmax_rounds = 3\ncache_size_mb = "big"\n[tool.qwen-lsp.budgets]\ngit = "x"\nfiles = 9\n'
+    )
+    monkeypatch.setenv("QWEN_LSP_MAX_ROUNDS", "many")
+    monkeypatch.setenv("QWEN_LSP_THINKING", "{not json")
+    with pytest.raises(ValueError):  # the strict loader, for command lines, still refuses
+        load_settings(tmp_path)
+
+    s, dropped = load_settings_lenient(tmp_path, {"reviewDebounceSeconds": "soon", "model": "m"})
+    assert {(d.source, d.key) for d in dropped} == {
+        ("environment", "max_rounds"), ("environment", "thinking"),
+        ("pyproject.toml", "cache_size_mb"), ("pyproject.toml", "budgets.git"),
+        ("editor settings", "review_debounce_seconds"),
+    }
+    assert s.max_rounds == 3  # the bad env value gave way to pyproject's
+    assert (s.cache_size_mb, s.review_debounce_seconds, s.thinking.temperature) == (512, 1.5, 0.6)  # defaults
+    assert (s.budgets.git, s.budgets.files, s.model) == (2048, 9, "m")  # the good siblings are kept
+    assert "valid integer" in str(next(d for d in dropped if d.key == "max_rounds"))
+
+
+def test_lenient_settings_survive_an_unparsable_pyproject(tmp_path, monkeypatch):
+    monkeypatch.delenv("QWEN_LSP_MAX_ROUNDS", raising=False)
+    (tmp_path / "pyproject.toml").write_text("[tool.qwen-lsp\nmax_rounds = 3\n")
+    s, dropped = load_settings_lenient(tmp_path, {"maxRounds": 4})
+    assert s.max_rounds == 4
+    assert [(d.source, d.key) for d in dropped] == [("pyproject.toml", "[tool.qwen-lsp]")]
+    assert isinstance(dropped[0], DroppedSetting)
