@@ -242,3 +242,16 @@ def test_an_elision_in_new_string_only_next_to_blank_lines_is_refused_not_guesse
     new = "  run();\n  // ...\n\n  stop();\n  done();\n"
     with pytest.raises(EditError, match="next to a `...`"):
         apply_edit(text, old, new)
+
+
+def test_an_elision_before_a_closing_brace_the_deleted_lines_end_with_too_is_refused() -> None:
+    # Found by bench/bench_edits.py (elision-019): difflib pairs the last `}` of new_string with the
+    # class's `}`, which would delete the class after it; with the other `}` the `...` keeps it all.
+    text = (
+        "export class Uri {\n  toString(): string {\n    return this.href;\n  }\n}\n\n"
+        "export class ThemeColor {\n  constructor(readonly id: string) {}\n}\n\nexport enum Side {\n  Left = 1,\n}\n"
+    )
+    old = "  toString(): string {\n    return this.href;\n  }\n}\n\nexport class ThemeColor {\n  constructor(readonly id: string) {}\n}\n"
+    new = "  toString_v2(): string {\n    return this.href;\n  // ... existing code ...\n}\n"
+    with pytest.raises(EditError, match="next to a `...`"):
+        apply_edit(text, old, new)

@@ -50,7 +50,10 @@ def strip_outer_elisions(old: list[str], new: list[str]) -> tuple[list[str], lis
 
 def deletion_next_to_elision(opcodes: list[tuple[str, int, int, int, int]], old: list[str], new: list[str]) -> bool:
     """A `...` in new_string next to a deletion (only blank lines between): how many of the
-    old lines around it does the `...` keep? (difflib may pair a blank line across it.)"""
+    old lines around it does the `...` keep? (difflib may pair a blank line across it.)
+    The same when unchanged lines stand between them that the deletion ends with too (`...`,
+    `}`, then a deleted block ending in `}`): that `}` may be either one, so the deleted lines
+    may as well be lines the `...` keeps."""
 
     def deletes(op: tuple[str, int, int, int, int]) -> bool:
         tag, i1, i2, j1, j2 = op
@@ -58,6 +61,12 @@ def deletion_next_to_elision(opcodes: list[tuple[str, int, int, int, int]], old:
 
     def blank(op: tuple[str, int, int, int, int]) -> bool:
         return op[0] == "equal" and not any(s.strip() for s in old[op[1] : op[2]])
+
+    def slides(equal: tuple[str, int, int, int, int], deleted: tuple[str, int, int, int, int], step: int) -> bool:
+        # the equal lines repeat at the deletion's far end: difflib could have paired them there
+        size, (_, d1, d2, _, _) = equal[2] - equal[1], deleted
+        far = old[d2 - size : d2] if step == 1 else old[d1 : d1 + size]
+        return d2 - d1 >= size and [s.rstrip() for s in far] == [s.rstrip() for s in old[equal[1] : equal[2]]]
 
     for k, (tag, _, _, j1, j2) in enumerate(opcodes):
         if tag == "equal" or not any(is_elision(line, bare=True) for line in new[j1:j2]):
@@ -68,6 +77,9 @@ def deletion_next_to_elision(opcodes: list[tuple[str, int, int, int, int]], old:
                 n += step
             if 0 <= n < len(opcodes) and deletes(opcodes[n]):
                 return True
+            if 0 <= n < len(opcodes) and opcodes[n][0] == "equal" and 0 <= n + step < len(opcodes):
+                if deletes(opcodes[n + step]) and slides(opcodes[n], opcodes[n + step], step):
+                    return True
     return False
 
 
