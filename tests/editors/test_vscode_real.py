@@ -3,8 +3,10 @@
 What a user does, step by step, against the real language server and the vLLM test double: the
 extension activates and says it is ready; a failing `python3 app.py` in the integrated terminal
 becomes a `qwen` diagnostic, Ctrl+. offers "Fix with Qwen", Enter applies it, the file is fixed on
-disk and a message says what was validated; with the model server down one clear message appears
-and the extension keeps working once it is back.
+disk and a message says what was validated; a fix cancelled while it runs (from the busy status
+bar item, or the Cancel button of a palette command's notification) closes the model stream and
+leaves the file alone; with the model server down one clear message appears and the extension
+keeps working once it is back. Run with -s to see the time each flow took.
 
 Needs code-server (`bash scripts/code-server`, run by scripts/test), Debian's chromium and the PyPI
 `playwright` package; each missing piece skips the tier saying which. Screenshots of every step are
@@ -55,6 +57,7 @@ def _missing() -> str | None:
 pytestmark = [pytest.mark.skipif(bool(_missing()), reason=f"real VS Code tier: {_missing()}"), pytest.mark.timeout(300)]
 
 APP = 'def add(a, b):\n    return a - b\n\n\nassert add(2, 3) == 5, "add(2, 3) should be 5"\nprint("ok")\n'
+CALC = 'def mul(a, b):\n    return a + b\n\n\nassert mul(2, 3) == 6, "mul(2, 3) should be 6"\nprint("ok")\n'
 REPORT = 'import pathlib\n\nprint(pathlib.Path("out/report.txt").read_text())\n'
 PLAN = {
     "hypotheses": ["add() subtracts; the assertion expects the sum"],
@@ -171,10 +174,13 @@ class Session:
     def clear_notifications(self) -> None:
         self.palette("Notifications: Clear All Notifications")
 
+    def status_item(self):
+        """The extension's status bar item (not the client's progress item, which also says "Qwen")."""
+        return self.page.locator("[id='qwen-lsp.qwen-lsp.qwen.status']")
+
     def status_icon(self) -> str:
         """The codicon of the Qwen status bar item (sparkle = ready, loading = starting/busy)."""
-        item = self.page.locator(".statusbar-item", has_text="Qwen").first
-        icon = item.locator(".codicon").first
+        icon = self.status_item().locator(".codicon").first
         classes = icon.get_attribute("class") or "" if icon.count() else ""
         return next((c.removeprefix("codicon-") for c in classes.split() if c.startswith("codicon-")), "")
 
@@ -201,7 +207,8 @@ def session(vsix: Path) -> Iterator[Session]:
     for d in (artifacts, user_data / "User", extensions, project, home):
         d.mkdir(parents=True)
     (project / "app.py").write_text(APP)
-    (project / "report.py").write_text(REPORT)  # before start: quick open's file list is read then
+    (project / "report.py").write_text(REPORT)
+    (project / "calc.py").write_text(CALC)  # before start: quick open's file list is read then
     subprocess.run(["git", "init", "-q"], cwd=project, check=True)
 
     double = VLLMDouble().start()
@@ -261,8 +268,10 @@ def session(vsix: Path) -> Iterator[Session]:
             os.killpg(server.pid, 15)
         server.wait(timeout=30)
         double.stop()
-    if session is not None and not session.failed:
-        shutil.rmtree(root, ignore_errors=True)
+    if session is not None:
+        print("\nflow timings (s):", json.dumps({k: round(v, 1) for k, v in session.timings.items()}))
+        if not session.failed:
+            shutil.rmtree(root, ignore_errors=True)
 
 
 def test_activates_and_says_ready(session: Session) -> None:
@@ -400,3 +409,67 @@ def test_model_server_down_gives_one_message_and_the_extension_keeps_working(ses
         session.palette("Qwen: Review file")
         session.notification("Qwen review:")
         session.shot("review-after-recovery")
+
+
+def test_cancel_while_a_fix_runs_leaves_the_file_alone_and_the_next_fix_works(session: Session) -> None:
+    page, double, calc = session.page, session.double, session.project / "calc.py"
+    plan = {**PLAN, "hypotheses": ["mul() adds"], "evidence": [], "steps": ["return a * b"]}
+    # ~50 s of streamed thinking unless the client closes the stream first.
+    double.script(Reply(reasoning="thinking " * 200, content=json.dumps(plan), chunk_delay=0.25))
+    with session.flow("cancel-while-fixing"):
+        session.clear_notifications()
+        session.open_file("calc.py", "assert mul")
+        session.run_in_terminal("python3 calc.py")
+        session.wait_for("the AssertionError diagnostic", lambda: page.locator(".squiggly-error").count() > 0, 60)
+        page.locator(".monaco-editor .view-lines", has_text="assert mul").click()
+        session.go_to_line(5)
+        requests, aborted = len(double.chat_requests()), double.aborted_streams
+        session.quick_fix("Fix with Qwen")
+        session.wait_for("the model call", lambda: len(double.chat_requests()) > requests, 60)
+        session.wait_for("the busy status", lambda: session.status_icon() == "loading", 10)
+        session.shot("fixing")
+        session.status_item().click()  # busy: the item runs Qwen: Cancel
+        session.wait_for("the model stream to be closed", lambda: double.aborted_streams > aborted, 15)
+        session.wait_for("the status to say ready again", lambda: session.status_icon() == "sparkle", 15)
+        page.wait_for_timeout(2000)  # a late message, edit or model request would come now
+        session.shot("cancelled")
+        assert calc.read_text() == CALC, "the cancelled fix changed calc.py"
+        assert len(double.chat_requests()) == requests + 1, "a model request after the cancel"
+        assert not [n for n in session.notifications() if "Qwen" in n or "rror" in n], session.notifications()
+
+    double.script(
+        Reply(reasoning="mul() adds.", content=json.dumps(plan)),
+        Reply(tool_calls=[("edit_file", {"path": "calc.py", "old_string": "return a + b", "new_string": "return a * b"})]),
+        Reply(tool_calls=[("finish", {"summary": "mul() now multiplies"})]),
+    )
+    with session.flow("fix-after-cancel"):
+        page.locator(".monaco-editor .view-lines", has_text="assert mul").click()
+        session.go_to_line(5)
+        session.quick_fix("Fix with Qwen")
+        session.wait_for("calc.py fixed on disk", lambda: "return a * b" in calc.read_text(), 60)
+        session.notification("Fixed calc.py")
+        session.shot("fixed-after-cancel")
+
+
+def test_a_palette_fix_is_cancelled_from_its_notification(session: Session) -> None:
+    page, double, calc = session.page, session.double, session.project / "calc.py"
+    double.script(Reply(reasoning="thinking " * 200, content=json.dumps(PLAN), chunk_delay=0.25))
+    with session.flow("cancel-from-the-notification"):
+        session.clear_notifications()
+        session.open_file("calc.py", "assert mul")
+        before = calc.read_text()
+        session.go_to_line(2)
+        requests, aborted = len(double.chat_requests()), double.aborted_streams
+        session.palette("Qwen: Fix")
+        toast = page.locator(".notification-toast", has_text="Qwen is fixing")
+        toast.wait_for()
+        session.wait_for("the model call", lambda: len(double.chat_requests()) > requests, 60)
+        session.shot("fixing-notification")
+        toast.locator(".monaco-button", has_text="Cancel").click()
+        session.wait_for("the model stream to be closed", lambda: double.aborted_streams > aborted, 15)
+        session.wait_for("the status to say ready again", lambda: session.status_icon() == "sparkle", 15)
+        page.wait_for_timeout(2000)  # a late message, edit or model request would come now
+        session.shot("cancelled-from-notification")
+        assert calc.read_text() == before
+        assert len(double.chat_requests()) == requests + 1, "a model request after the cancel"
+        assert not [n for n in session.notifications() if "Qwen" in n or "rror" in n], session.notifications()

@@ -62,9 +62,10 @@ vim.fn.writefile({ 'import os', '', 'assert os.path.exists("suggested.marker"), 
 local PYTEST = PYTHON .. ' -m pytest -q -p no:cacheprovider test_calc.py'
 
 local double, base_url
-local statuses, progress, notes = {}, {}, {}
-vim.notify = function(msg) -- collected: shown on failure, checked where it matters
+local statuses, progress, notes, levels = {}, {}, {}, {}
+vim.notify = function(msg, level) -- collected: shown on failure, checked where it matters
   table.insert(notes, msg)
+  table.insert(levels, level or vim.log.levels.INFO)
 end
 vim.api.nvim_create_autocmd('LspProgress', {
   callback = function(ev)
@@ -79,8 +80,10 @@ vim.api.nvim_create_autocmd('User', {
   end,
 })
 
-local function start_double()
-  double = vim.system({ PYTHON, '-m', 'tests.vllm_double', '--port', '0', '--script', work .. '/script.json' }, {
+--- Starts the double (on `port`, default any free one) with the replies of `script` queued.
+local function start_double(port, script)
+  base_url = nil
+  double = vim.system({ PYTHON, '-m', 'tests.vllm_double', '--port', tostring(port or 0), '--script', script or (work .. '/script.json') }, {
     cwd = REPO,
     stdout = function(_, data)
       base_url = base_url or (data and data:match('READY (%S+)'))
@@ -89,6 +92,26 @@ local function start_double()
   t.wait(60000, function()
     return base_url ~= nil
   end, 'the vLLM double to print READY')
+end
+
+--- The double's control endpoints (tests/vllm_double.py): `GET /_double/stats`, `POST /_double/script`, ….
+local function double_api(method, path, body)
+  local code = [[
+import json, sys, urllib.request
+method, url, body = sys.argv[1], sys.argv[2], sys.stdin.read()
+request = urllib.request.Request(url, data=body.encode() if body else None, method=method, headers={"content-type": "application/json"})
+print(urllib.request.urlopen(request, timeout=10).read().decode())
+]]
+  local root = base_url:gsub('/v1$', '')
+  local done = vim.system({ PYTHON, '-c', code, method, root .. path }, { stdin = body and vim.json.encode(body) or '' }):wait(15000)
+  assert(done.code == 0, ('%s %s failed: %s'):format(method, path, done.stderr))
+  return vim.json.decode(done.stdout)
+end
+
+local function chat_requests()
+  return #vim.tbl_filter(function(r)
+    return r.path == '/v1/chat/completions'
+  end, double_api('GET', '/_double/requests'))
 end
 
 local calc_buf, term_buf, client
@@ -237,19 +260,24 @@ t.test('a suggested shell command runs only after confirmation, pre-filled in a 
     return #vim.diagnostic.get(check_buf) > 0
   end, 'diagnostics on check.py')
 
+  local function terminals()
+    return #vim.tbl_filter(function(b)
+      return vim.bo[b].buftype == 'terminal'
+    end, vim.api.nvim_list_bufs())
+  end
   local asked = {}
   local select = vim.ui.select
   vim.ui.select = function(items, opts, on_choice)
-    table.insert(asked, { items = items, prompt = opts.prompt })
+    -- What had happened by the time the user is asked: nothing may have run or opened yet.
+    local marker = vim.uv.fs_stat(project .. '/suggested.marker')
+    table.insert(asked, { items = items, prompt = opts.prompt, terminals = terminals(), marker = marker })
     on_choice(require('qwen_lsp.terminal').RUN)
   end
   local win = vim.fn.win_findbuf(check_buf)[1] or vim.api.nvim_get_current_win()
   vim.api.nvim_win_set_buf(win, check_buf)
   vim.api.nvim_set_current_win(win)
   vim.api.nvim_win_set_cursor(win, { vim.diagnostic.get(check_buf)[1].lnum + 1, 0 })
-  local terminals_before = #vim.tbl_filter(function(b)
-    return vim.bo[b].buftype == 'terminal'
-  end, vim.api.nvim_list_bufs())
+  local terminals_before = terminals()
   vim.lsp.buf.code_action({
     apply = true,
     filter = function(action)
@@ -261,6 +289,7 @@ t.test('a suggested shell command runs only after confirmation, pre-filled in a 
   end, 'the resolved action to call qwen.runInTerminal')
   vim.ui.select = select
   t.ok(asked[1].prompt:match('touch suggested.marker') and asked[1].prompt:match('modifies files'), 'command and risk shown:\n' .. asked[1].prompt)
+  t.eq({ asked[1].terminals, asked[1].marker }, { terminals_before, nil }, 'before the answer: no terminal, nothing run')
   local new_term = vim.tbl_filter(function(b)
     return vim.bo[b].buftype == 'terminal'
   end, vim.api.nvim_list_bufs())
@@ -285,6 +314,98 @@ t.test(':QwenReview publishes the review as diagnostics', function()
   t.wait(10000, function()
     return notes[#notes]:match('review: 1 finding') ~= nil
   end, 'the count reported: ' .. tostring(notes[#notes]))
+end)
+
+--- Notifications since `from` (an index into notes), with their levels.
+local function notes_since(from)
+  local out = {}
+  for i = from + 1, #notes do
+    table.insert(out, { notes[i], levels[i] })
+  end
+  return out
+end
+
+t.test(':QwenCancel while a fix runs: the model stream closes, nothing changes, the next fix works', function()
+  local lines = vim.api.nvim_buf_get_lines(calc_buf, 0, -1, false)
+  local plan = vim.tbl_extend('force', PLAN, { hypotheses = { 'overflow' }, evidence = {}, steps = { 'document it' } })
+  -- ~50 s of streamed thinking unless the client closes the stream first.
+  double_api('POST', '/_double/script', { { reasoning = string.rep('thinking ', 200), content = vim.json.encode(plan), chunk_delay = 0.25 } })
+  local requests, aborted = chat_requests(), double_api('GET', '/_double/stats').aborted_streams
+  local win = vim.fn.bufwinid(calc_buf)
+  vim.api.nvim_set_current_win(win)
+  vim.api.nvim_win_set_cursor(win, { 3, 4 }) -- the review finding
+  vim.lsp.buf.code_action({
+    apply = true,
+    filter = function(action)
+      return vim.startswith(action.title, 'Fix with Qwen')
+    end,
+  })
+  t.wait(30000, function()
+    return chat_requests() > requests
+  end, 'the model call')
+  t.wait(10000, function()
+    return require('qwen_lsp').status_state().state == 'busy'
+  end, 'qwen/status busy')
+  local from = #notes
+  vim.cmd('QwenCancel')
+  t.wait(15000, function()
+    return double_api('GET', '/_double/stats').aborted_streams > aborted
+  end, 'the double to see the model stream closed')
+  t.wait(15000, function()
+    return require('qwen_lsp').status_state().state == 'idle'
+  end, 'qwen/status idle again')
+  vim.wait(1500) -- a late edit, message or model request would come now
+  t.eq(vim.api.nvim_buf_get_lines(calc_buf, 0, -1, false), lines, 'calc.py unchanged')
+  t.eq(chat_requests(), requests + 1, 'no model request after the cancel')
+  t.eq(notes_since(from), { { 'Qwen: cancelled', vim.log.levels.INFO } }, 'one quiet message, no error')
+
+  -- The next fix runs as usual.
+  double_api('POST', '/_double/script', {
+    { reasoning = 'Document the overflow.', content = vim.json.encode(plan) },
+    call('edit_file', { path = 'calc.py', old_string = '"""Sum of a and b."""', new_string = '"""Sum of a and b (no overflow in Python)."""' }),
+    call('finish', { summary = 'documented overflow' }),
+  })
+  vim.cmd('QwenFix')
+  t.wait(60000, function()
+    return vim.api.nvim_buf_get_lines(calc_buf, 1, 2, false)[1] == '    """Sum of a and b (no overflow in Python)."""'
+  end, 'the fix after the cancel to land; calc.py is: ' .. vim.inspect(vim.api.nvim_buf_get_lines(calc_buf, 0, -1, false)))
+end)
+
+t.test('with the model server down: one clear message, no stack trace, and the plugin keeps working', function()
+  local port = base_url:match(':(%d+)/v1$')
+  double:kill('sigterm')
+  double:wait(5000)
+  vim.v.errmsg = ''
+  local from = #notes
+  vim.api.nvim_set_current_buf(calc_buf)
+  vim.cmd('QwenReview')
+  t.wait(60000, function()
+    return vim.tbl_contains(levels, vim.log.levels.ERROR, {}) and #notes > from and levels[#levels] == vim.log.levels.ERROR
+  end, 'an error message')
+  vim.wait(2000) -- a second message would come now
+  local said = notes_since(from)
+  local errors = vim.tbl_filter(function(n)
+    return n[2] == vim.log.levels.ERROR
+  end, said)
+  t.eq(#errors, 1, 'one error message: ' .. vim.inspect(said))
+  t.ok(errors[1][1]:match('Cannot reach the model server'), 'it says what is wrong: ' .. errors[1][1])
+  for _, n in ipairs(said) do
+    t.ok(not n[1]:lower():match('traceback'), 'no stack trace: ' .. n[1])
+  end
+  t.eq(vim.v.errmsg, '', 'no Lua error')
+  t.eq(require('qwen_lsp').status_state().state, 'error', 'the statusline says so')
+  t.ok(not client:is_stopped(), 'the server keeps running')
+
+  -- The model server is back (same port): the next review works.
+  vim.fn.writefile({ vim.json.encode({ { content = vim.json.encode({ findings = {} }) } }) }, work .. '/script-2.json')
+  start_double(port, work .. '/script-2.json')
+  vim.cmd('QwenReview')
+  t.wait(60000, function()
+    return notes[#notes]:match('review: no findings') ~= nil
+  end, 'the review after recovery: ' .. tostring(notes[#notes]))
+  t.wait(10000, function()
+    return require('qwen_lsp').status_state().state == 'idle'
+  end, 'qwen/status idle again')
 end)
 
 t.test('the server shuts down cleanly', function()

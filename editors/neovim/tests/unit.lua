@@ -382,4 +382,96 @@ t.test('qwen.ask prompts for the instruction and sends qwen.server.ask', functio
   }, 'one request with the trimmed instruction')
 end)
 
+--- A stand-in for a running qwen_lsp client: its requests table as Neovim keeps it, and what it sent.
+local function fake_client(id, requests)
+  local sent = {}
+  return {
+    id = id,
+    name = 'qwen_lsp',
+    requests = requests,
+    sent = sent,
+    cancel_request = function(self, request_id)
+      self.requests[request_id].type = 'cancel'
+      table.insert(sent, { '$/cancelRequest', request_id })
+    end,
+    notify = function(_, method, params)
+      table.insert(sent, { method, params })
+    end,
+  }, sent
+end
+
+local function with_clients(clients, fn)
+  local get_clients, get_client_by_id = vim.lsp.get_clients, vim.lsp.get_client_by_id
+  vim.lsp.get_clients = function(filter)
+    return vim.tbl_filter(function(c)
+      return not (filter and filter.name) or c.name == filter.name
+    end, clients)
+  end
+  vim.lsp.get_client_by_id = function(id)
+    return vim.iter(clients):find(function(c)
+      return c.id == id
+    end)
+  end
+  local ok, err = pcall(fn)
+  vim.lsp.get_clients, vim.lsp.get_client_by_id = get_clients, get_client_by_id
+  if not ok then
+    error(err, 0)
+  end
+end
+
+t.test(':QwenCancel cancels the pending fix and command requests, and only those', function()
+  notes = {}
+  local client, sent = fake_client(1, {
+    [4] = { type = 'pending', method = 'codeAction/resolve' },
+    [5] = { type = 'pending', method = 'workspace/executeCommand' },
+    [6] = { type = 'pending', method = 'textDocument/codeAction' },
+    [7] = { type = 'complete', method = 'codeAction/resolve' },
+  })
+  local other = fake_client(2, { [4] = { type = 'pending', method = 'codeAction/resolve' } })
+  other.name = 'pyright'
+  with_clients({ client, other }, function()
+    vim.cmd('QwenCancel')
+  end)
+  table.sort(sent, function(a, b)
+    return a[2] < b[2]
+  end)
+  t.eq(sent, { { '$/cancelRequest', 4 }, { '$/cancelRequest', 5 } }, 'the resolve and the command')
+  t.eq(other.requests[4].type, 'pending', "another server's request is left alone")
+  t.eq(notes, { { msg = 'Qwen: cancelled', level = vim.log.levels.INFO } }, 'says so, not as an error')
+end)
+
+t.test(':QwenCancel with nothing running says so', function()
+  notes = {}
+  local client, sent = fake_client(1, {})
+  with_clients({ client }, function()
+    vim.cmd('QwenCancel')
+  end)
+  t.eq(sent, {}, 'nothing sent')
+  t.eq(notes[1].msg, 'Qwen: nothing to cancel')
+end)
+
+t.test(':QwenCancel reaches work no request waits for through its cancellable progress', function()
+  notes = {}
+  local client, sent = fake_client(1, {})
+  local function progress(token, value)
+    vim.api.nvim_exec_autocmds('LspProgress', {
+      pattern = value.kind,
+      modeline = false,
+      data = { client_id = 1, params = { token = token, value = value } },
+    })
+  end
+  with_clients({ client }, function()
+    progress('review-1', { kind = 'begin', title = 'Qwen: reviewing calc.py', cancellable = true })
+    progress('index-1', { kind = 'begin', title = 'indexing', cancellable = false })
+    progress('done-1', { kind = 'begin', title = 'Qwen: fixing', cancellable = true })
+    progress('done-1', { kind = 'end', message = 'done' })
+    vim.cmd('QwenCancel')
+    t.eq(sent, { { 'window/workDoneProgress/cancel', { token = 'review-1' } } }, 'only the running cancellable one')
+    sent[1] = nil
+    vim.cmd('QwenCancel')
+    t.eq(sent, {}, 'not twice')
+  end)
+  t.eq(notes[1].msg, 'Qwen: cancelled')
+end)
+
 t.run()

@@ -2,6 +2,7 @@
 // argument of a server command (docs/protocol.md) and reports the result.
 
 import * as vscode from "vscode";
+import { isCancellation } from "./cancel";
 import {
   SERVER_COMMANDS,
   type ApplyResult,
@@ -44,7 +45,9 @@ export async function ask(execute: ExecuteServerCommand, arg?: unknown): Promise
     ignoreFocusOut: true,
   });
   if (!instruction || instruction.trim() === "") return; // cancelled
-  await reportApply("Asking Qwen…", execute(SERVER_COMMANDS.ask, { ...target, instruction: instruction.trim() }));
+  await reportApply("Asking Qwen…", (token) =>
+    execute(SERVER_COMMANDS.ask, { ...target, instruction: instruction.trim() }, token),
+  );
 }
 
 export async function fix(execute: ExecuteServerCommand): Promise<void> {
@@ -67,13 +70,13 @@ export async function fix(execute: ExecuteServerCommand): Promise<void> {
           code: typeof d.code === "object" ? d.code.value : d.code,
         }))
     : [];
-  await reportApply("Qwen is fixing…", execute(SERVER_COMMANDS.fix, { ...target, diagnostics }));
+  await reportApply("Qwen is fixing…", (token) => execute(SERVER_COMMANDS.fix, { ...target, diagnostics }, token));
 }
 
 export async function review(execute: ExecuteServerCommand): Promise<void> {
   const uri = withEditor((editor) => editor.document.uri.toString());
   if (!uri) return;
-  const result = await withProgress("Qwen is reviewing…", execute(SERVER_COMMANDS.review, { uri }));
+  const result = await withProgress("Qwen is reviewing…", (token) => execute(SERVER_COMMANDS.review, { uri }, token));
   // Not reviewed (e.g. the model server is down): the server's own message already said why.
   if (result === undefined || (result as { reviewed?: unknown } | null)?.reviewed === false) return;
   const findings = (result as { findings?: unknown } | null)?.findings;
@@ -88,22 +91,26 @@ function withEditor<T>(fn: (editor: vscode.TextEditor) => T): T | undefined {
   return editor ? fn(editor) : undefined;
 }
 
-async function reportApply(title: string, pending: Promise<unknown>): Promise<void> {
-  const result = (await withProgress(title, pending)) as Partial<ApplyResult> | undefined | null;
+async function reportApply(title: string, send: Send): Promise<void> {
+  const result = (await withProgress(title, send)) as Partial<ApplyResult> | undefined | null;
   if (result === undefined) return;
   const summary = typeof result?.summary === "string" && result.summary ? result.summary : "no summary";
   if (result?.applied) void vscode.window.showInformationMessage(`Qwen: ${summary}`);
   else void vscode.window.showWarningMessage(`Qwen made no change: ${summary}`);
 }
 
-/** Shows a notification while the server works; errors become messages, not rejections. */
-async function withProgress(title: string, pending: Promise<unknown>): Promise<unknown> {
+type Send = (token: vscode.CancellationToken) => Promise<unknown>;
+
+/** Shows a notification, with a Cancel button, while the server works; errors become messages,
+ * not rejections, and a cancelled request ends quietly (undefined). */
+async function withProgress(title: string, send: Send): Promise<unknown> {
   try {
     return await vscode.window.withProgress(
-      { location: vscode.ProgressLocation.Notification, title, cancellable: false },
-      () => pending,
+      { location: vscode.ProgressLocation.Notification, title, cancellable: true },
+      (_progress, token) => send(token),
     );
   } catch (error) {
+    if (isCancellation(error)) return undefined;
     void vscode.window.showErrorMessage(`Qwen: ${error instanceof Error ? error.message : String(error)}`);
     return undefined;
   }

@@ -10,6 +10,7 @@ import {
   type LanguageClientOptions,
   type ServerOptions,
 } from "vscode-languageclient/node";
+import { cancelCommand, cancellableRequests, InFlight } from "./cancel";
 import * as commands from "./commands";
 import { FIX_APPLIED_COMMAND, FixFeedback, type AppliedFix } from "./fixFeedback";
 import {
@@ -30,11 +31,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const output = vscode.window.createOutputChannel("Qwen");
   const status = new StatusItem(vscode.window.createStatusBarItem("qwen.status", vscode.StatusBarAlignment.Right, 100));
   const feedback = new FixFeedback(() => lsp.diagnostics);
-  const lsp = createClient(output, feedback);
+  const inflight = new InFlight();
+  const lsp = createClient(output, feedback, inflight);
   client = lsp;
 
-  const execute: ExecuteServerCommand = (command, arg) =>
-    lsp.sendRequest(ExecuteCommandRequest.type, { command, arguments: [arg] });
+  const execute: ExecuteServerCommand = (command, arg, token) =>
+    lsp.sendRequest(ExecuteCommandRequest.type, { command, arguments: [arg] }, token);
   const sendIfRunning = (method: string, params: unknown) => {
     if (lsp.isRunning()) void lsp.sendNotification(method, params);
   };
@@ -53,6 +55,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand(CLIENT_COMMANDS.ask, (arg?: unknown) => commands.ask(execute, arg)),
     vscode.commands.registerCommand("qwen.fix", () => commands.fix(execute)),
     vscode.commands.registerCommand("qwen.review", () => commands.review(execute)),
+    vscode.commands.registerCommand("qwen.cancel", () => cancelCommand(inflight)),
     vscode.commands.registerCommand("qwen.restart", () => restart(lsp, output)),
     vscode.commands.registerCommand("qwen.showOutput", () => output.show(true)),
     vscode.commands.registerCommand(FIX_APPLIED_COMMAND, (fix: AppliedFix) => feedback.applied(fix)),
@@ -83,7 +86,7 @@ function qwenConfig(scope?: vscode.Uri): vscode.WorkspaceConfiguration {
   return vscode.workspace.getConfiguration("qwen", scope);
 }
 
-function createClient(output: vscode.OutputChannel, feedback: FixFeedback): LanguageClient {
+function createClient(output: vscode.OutputChannel, feedback: FixFeedback, inflight: InFlight): LanguageClient {
   // A function, not an Executable: each (re)start reads the current command settings.
   const serverOptions: ServerOptions = () => startServer(output);
   const clientOptions: LanguageClientOptions = {
@@ -91,6 +94,8 @@ function createClient(output: vscode.OutputChannel, feedback: FixFeedback): Lang
     outputChannel: output,
     initializationOptions: () => serverSettings(qwenConfig()),
     middleware: {
+      // Requests that run the model get a token `qwen.cancel` can cancel (see cancel.ts).
+      sendRequest: cancellableRequests(inflight),
       resolveCodeAction: async (item, token, next) => {
         const resolved = await next(item, token);
         return resolved ? feedback.attach(resolved, item) : resolved;

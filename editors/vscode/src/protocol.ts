@@ -1,5 +1,7 @@
 // The custom part of the qwen-lsp protocol (docs/protocol.md), as the client sees it.
 
+import type { CancellationToken } from "vscode";
+
 /** LSP position/range as JSON on the wire (0-based, UTF-16 characters). */
 export interface LspPosition {
   line: number;
@@ -61,4 +63,4 @@ export const SERVER_COMMANDS = {
 } as const;
 
 /** Sends `workspace/executeCommand` to the server; the one seam commands are tested through. */
-export type ExecuteServerCommand = (command: string, arg: unknown) => Promise<unknown>;
+export type ExecuteServerCommand = (command: string, arg: unknown, token?: CancellationToken) => Promise<unknown>;

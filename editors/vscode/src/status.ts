@@ -19,8 +19,8 @@ export class StatusItem implements vscode.Disposable {
       case "idle":
         this.set("$(sparkle) Qwen", message || "Qwen is idle", "qwen.showOutput");
         break;
-      case "busy":
-        this.set(`$(loading~spin) Qwen: ${shorten(message || "working")}`, message || "Qwen is working", "qwen.showOutput");
+      case "busy": // a click cancels: the progress VS Code shows for the server has no Cancel button
+        this.set(`$(loading~spin) Qwen: ${shorten(message || "working")}`, `${message || "Qwen is working"}\nClick to cancel.`, "qwen.cancel");
         break;
       case "error":
         this.set("$(error) Qwen", message || "Qwen reported an error", "qwen.showOutput", true);
@@ -51,6 +51,6 @@ export class StatusItem implements vscode.Disposable {
 }
 
 function shorten(text: string): string {
-  const line = text.split("\n", 1)[0];
+  const line = text.split("\n", 1)[0].replace(/^Qwen: /, ""); // the server's titles name it: not "Qwen: Qwen: fixing …"
   return line.length <= MAX_TEXT ? line : `${line.slice(0, MAX_TEXT - 1)}…`;
 }

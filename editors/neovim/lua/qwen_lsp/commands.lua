@@ -1,5 +1,6 @@
 -- :QwenFix, :QwenAsk, :QwenReview, :QwenFixTerminal and the `qwen.ask` client command: each
--- turns the editor state into a server command's argument (docs/protocol.md).
+-- turns the editor state into a server command's argument (docs/protocol.md). :QwenCancel stops
+-- what is running.
 
 local util = require('qwen_lsp.util')
 
@@ -127,12 +128,71 @@ function M.review()
   end)
 end
 
+-- The requests that run the model: a code action being resolved (`gra`), :QwenFix/:QwenAsk/:QwenReview.
+local CANCELLABLE = { ['codeAction/resolve'] = true, ['workspace/executeCommand'] = true }
+
+--- Cancellable work-done progress the server began and has not ended, as [client_id][token] = true:
+--- what :QwenCancel reaches when no request of ours waits for the work (e.g. a review on save).
+M.progress = {}
+
+--- LspProgress: remembers the server's cancellable progress until it ends.
+---@param client_id integer
+---@param token integer|string
+---@param value { kind: string, cancellable: boolean|nil }
+function M.track_progress(client_id, token, value)
+  if value.kind == 'begin' and value.cancellable then
+    M.progress[client_id] = M.progress[client_id] or {}
+    M.progress[client_id][token] = true
+  elseif value.kind == 'end' and M.progress[client_id] then
+    M.progress[client_id][token] = nil
+  end
+end
+
+--- :QwenCancel: cancels the in-flight Qwen requests (`$/cancelRequest`: the server stops the fix and
+--- closes its model stream; nothing is applied); with none, the server's cancellable progress.
+function M.cancel()
+  local cancelled = 0
+  for _, client in ipairs(vim.lsp.get_clients({ name = require('qwen_lsp.config').name })) do
+    local ids = {}
+    for id, request in pairs(client.requests) do
+      if request.type == 'pending' and CANCELLABLE[request.method] then
+        table.insert(ids, id)
+      end
+    end
+    for _, id in ipairs(ids) do
+      client:cancel_request(id)
+    end
+    cancelled = cancelled + #ids
+  end
+  if cancelled == 0 then
+    for client_id, tokens in pairs(M.progress) do
+      local client = vim.lsp.get_client_by_id(client_id)
+      for token in pairs(client and tokens or {}) do
+        client:notify('window/workDoneProgress/cancel', { token = token })
+        cancelled = cancelled + 1
+      end
+    end
+    M.progress = {}
+  end
+  util.notify(cancelled == 0 and 'nothing to cancel' or 'cancelled')
+end
+
 --- Creates the user commands; safe to call again.
 function M.create()
   local create = vim.api.nvim_create_user_command
   create('QwenFix', M.fix, { range = true, desc = 'Qwen: fix the problem on these lines' })
   create('QwenAsk', M.ask_command, { range = true, nargs = '*', desc = 'Qwen: do {instruction} on these lines' })
   create('QwenReview', M.review, { desc = 'Qwen: review this file' })
+  create('QwenCancel', M.cancel, { desc = 'Qwen: cancel the running fix, ask or review' })
+  vim.api.nvim_create_autocmd('LspProgress', {
+    group = vim.api.nvim_create_augroup('qwen_lsp.cancel', { clear = true }),
+    callback = function(ev)
+      local client = vim.lsp.get_client_by_id(ev.data.client_id)
+      if client and client.name == require('qwen_lsp.config').name then
+        M.track_progress(ev.data.client_id, ev.data.params.token, ev.data.params.value or {})
+      end
+    end,
+  })
   create('QwenFixTerminal', function()
     require('qwen_lsp.terminal').send_last_command(vim.api.nvim_get_current_buf())
   end, { desc = "Qwen: send the last :terminal command's output to the server" })

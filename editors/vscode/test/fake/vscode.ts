@@ -26,6 +26,27 @@ export class Disposable {
   }
 }
 
+export class CancellationError extends Error {
+  constructor() {
+    super("Canceled");
+    this.name = "Canceled";
+  }
+}
+
+export class CancellationTokenSource {
+  private readonly cancelled = new EventEmitter<void>();
+  readonly token = {
+    isCancellationRequested: false,
+    onCancellationRequested: this.cancelled.event,
+  };
+  cancel(): void {
+    if (this.token.isCancellationRequested) return;
+    this.token.isCancellationRequested = true;
+    this.cancelled.fire();
+  }
+  dispose(): void {}
+}
+
 export class Position {
   constructor(
     readonly line: number,
@@ -149,7 +170,11 @@ export const fake = {
   newTerminalsHaveShellIntegration: true,
   config: {} as Record<string, unknown>,
   diagnostics: [] as unknown[], // what languages.getDiagnostics(uri) returns
+  progress: [] as { options: unknown; source: CancellationTokenSource }[], // withProgress calls; cancel() = its Cancel button
+  statusMessages: [] as string[], // window.setStatusBarMessage
   reset(): void {
+    this.progress = [];
+    this.statusMessages = [];
     this.diagnostics = [];
     this.dialogs = [];
     this.answers = [];
@@ -186,7 +211,15 @@ export const window = {
     fake.dialogs.push({ kind: "input", message: "", options, items: [] });
     return fake.answers.shift();
   },
-  withProgress: async <T>(_options: unknown, task: () => Promise<T>): Promise<T> => task(),
+  withProgress: async <T>(options: unknown, task: (progress: unknown, token: unknown) => Promise<T>): Promise<T> => {
+    const source = new CancellationTokenSource();
+    fake.progress.push({ options, source });
+    return task({ report() {} }, source.token);
+  },
+  setStatusBarMessage: (text: string) => {
+    fake.statusMessages.push(text);
+    return new Disposable();
+  },
   createTerminal: (options: { name?: string } | string) => {
     const name = typeof options === "string" ? options : (options.name ?? "");
     const terminal = new FakeTerminal(name, fake.newTerminalsHaveShellIntegration);

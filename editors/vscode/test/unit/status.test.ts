@@ -21,7 +21,8 @@ describe("StatusItem", () => {
     const { item, status } = make();
     status.update({ state: "busy", message: "patch round 2" });
     assert.equal(item.text, "$(loading~spin) Qwen: patch round 2");
-    assert.equal(item.tooltip, "patch round 2");
+    assert.equal(item.tooltip, "patch round 2\nClick to cancel.");
+    assert.equal(item.command, "qwen.cancel"); // the way to cancel a Quick Fix while it runs
     assert.equal(item.backgroundColor, undefined);
 
     status.update({ state: "error", message: "cannot reach http://127.0.0.1:8000/v1" });
@@ -33,7 +34,14 @@ describe("StatusItem", () => {
     status.update({ state: "idle", message: "ready" });
     assert.equal(item.text, "$(sparkle) Qwen");
     assert.equal(item.tooltip, "ready");
+    assert.equal(item.command, "qwen.showOutput");
     assert.equal(item.backgroundColor, undefined);
+  });
+
+  it("does not say Qwen twice when the server's title names it", () => {
+    const { item, status } = make();
+    status.update({ state: "busy", message: "Qwen: fixing AssertionError: planning" });
+    assert.equal(item.text, "$(loading~spin) Qwen: fixing AssertionError: planning");
   });
 
   it("keeps long busy messages short in the bar and whole in the tooltip", () => {
@@ -42,7 +50,7 @@ describe("StatusItem", () => {
     status.update({ state: "busy", message: long });
     assert.ok(item.text.length <= "$(loading~spin) Qwen: ".length + 40, item.text);
     assert.ok(item.text.endsWith("…"));
-    assert.equal(item.tooltip, long);
+    assert.equal(item.tooltip, `${long}\nClick to cancel.`);
   });
 
   it("reports a malformed notification instead of ignoring it", () => {
