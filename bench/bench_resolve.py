@@ -66,7 +66,7 @@ def targets(root: Path, files: list[str]) -> list[tuple[str, int]]:
 
 async def fix_latencies(root: Path, files: list[str], double_url: str, rounds: int) -> tuple[float, list[float]]:
     root_url = double_url.removesuffix("/v1")
-    plan, finish = {"content": json.dumps(PLAN)}, {"tool_calls": [["finish", {"summary": "bench"}]]}
+    plan, finish = {"content": json.dumps(PLAN)}, {"tool_calls": [{"name": "finish", "arguments": {"summary": "bench"}}]}
     client = recording_client()
     await client.start_io(sys.executable, "-m", "qwen_lsp.cli")
     latencies: list[float] = []
@@ -77,6 +77,7 @@ async def fix_latencies(root: Path, files: list[str], double_url: str, rounds: i
                 root_uri=file_uri(root, ""), workspace_folders=[types.WorkspaceFolder(uri=file_uri(root, ""), name="ws")],
                 initialization_options={"baseUrl": double_url, "cacheDir": cache, "maxRetries": 0},
             ))
+            print(f"  {root.name}: initialized", flush=True)
             versions: dict[str, int] = {}
             for round_no in range(rounds + 1):
                 for rel, line in targets(root, files):
@@ -95,6 +96,7 @@ async def fix_latencies(root: Path, files: list[str], double_url: str, rounds: i
                     diagnostic = types.Diagnostic(
                         range=types.Range(types.Position(line, 0), types.Position(line, 1)),
                         message=f"bench failure {round_no} in {rel}", source="bench")
+                    print(f"  {root.name}: asking for code actions on {rel}:{line + 1}", flush=True)
                     actions = await client.text_document_code_action_async(types.CodeActionParams(
                         text_document=types.TextDocumentIdentifier(uri=uri), range=diagnostic.range,
                         context=types.CodeActionContext(diagnostics=[diagnostic])))
@@ -109,6 +111,10 @@ async def fix_latencies(root: Path, files: list[str], double_url: str, rounds: i
                     print(f"  {root.name} round {round_no} {rel}: {latencies[-1] * 1000:.0f} ms to the first request, "
                           f"{time.time() - started:.1f} s for the fix", flush=True)
             await client.shutdown_session()
+        except BaseException:
+            if client._server is not None:
+                client._server.kill()  # a failed run must not wait on a server that waits on us
+            raise
         finally:
             await client.stop()
     return latencies[0], latencies[len(files):]
