@@ -249,16 +249,30 @@ def _cached_context(
         except ValueError:
             continue
         file_lines = lines.get(relpath, [])
-        key = (str(root), head, index_stamp, in_repo, relpath, _content_key(abs_path), tuple(sorted(set(file_lines))),
-               max_commits, diff_lines)
-        ctx.files.append(cache.history(key, lambda: _file_history(
-            repo, relpath, in_repo, file_lines, head is not None, max_commits, diff_lines)))
+        state = (str(root), head, index_stamp, in_repo, relpath, _content_key(abs_path), diff_lines)
+        # Two entries: editing the buffer moves the failing lines but not the file on disk,
+        # so the status and diff stay cached while only the line history is asked again.
+        hist = cache.history(("changes", *state), lambda: _changes(repo, relpath, in_repo, head is not None, diff_lines))
+        if hist.status != "untracked" and head is not None:
+            lined = cache.history(("lines", *state, tuple(sorted(set(file_lines))), max_commits),
+                                  lambda: _line_history(repo, relpath, in_repo, file_lines, max_commits, diff_lines))
+            hist.commits, hist.blame = lined.commits, lined.blame
+        ctx.files.append(hist)
     return ctx
 
 
 def _file_history(
     repo: git.Repo, relpath: str, in_repo: str, lines: list[int], has_head: bool, max_commits: int, diff_lines: int
 ) -> FileHistory:
+    hist = _changes(repo, relpath, in_repo, has_head, diff_lines)
+    if hist.status != "untracked" and has_head:
+        lined = _line_history(repo, relpath, in_repo, lines, max_commits, diff_lines)
+        hist.commits, hist.blame = lined.commits, lined.blame
+    return hist
+
+
+def _changes(repo: git.Repo, relpath: str, in_repo: str, has_head: bool, diff_lines: int) -> FileHistory:
+    """Status and uncommitted diff: they depend on the file's state, not on the lines asked about."""
     hist = FileHistory(path=relpath)
     status = (_git(repo, "status", "--porcelain", "--", in_repo) or "").strip()
     code = status[:2]
@@ -272,8 +286,13 @@ def _file_history(
     else:
         diff = _git(repo, "diff", "--cached", "--unified=2", "--", in_repo) or ""
     hist.diff = _cap(diff, diff_lines)
-    if not has_head:
-        return hist
+    return hist
+
+
+def _line_history(
+    repo: git.Repo, relpath: str, in_repo: str, lines: list[int], max_commits: int, diff_lines: int
+) -> FileHistory:
+    """The commits that made `lines` what they are, and their blame (needs a HEAD)."""
     fmt = "--format=%x1e%h%x1f%ad%x1f%an%x1f%s"
     log = None
     spans = _ranges(lines, 3)
@@ -285,10 +304,10 @@ def _file_history(
         log = _git(repo, *args)
     if not log:  # no lines given, or -L failed (range past the end of HEAD's version)
         log = _git(repo, "log", f"-n{max_commits}", "--date=short", fmt, "--no-color", "-p", "--unified=1", "--", in_repo)
+    hist = FileHistory(path=relpath, blame=_blame(repo, in_repo, lines, True))
     for c in _parse_log(log or ""):
         c.diff = _cap(c.diff, diff_lines // 2)
         hist.commits.append(c)
-    hist.blame = _blame(repo, in_repo, lines, has_head)
     return hist
 
 

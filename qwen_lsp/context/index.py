@@ -14,6 +14,7 @@ dict assignment, not a parse."""
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 from collections import Counter, defaultdict
@@ -71,6 +72,9 @@ class WorkspaceIndex:
             self._state = _State(tags=dict(index.files), stamps=stamps, pending=pending, version=self._state.version + 1)
             self._index, self._graph = index, None  # a whole new index: the graph is rebuilt
             self._loaded = True
+        # Tens of thousands of long-lived tag objects: keep them out of the collector's full
+        # passes, which otherwise add 50-80 ms to whichever request happens to trigger one.
+        gc.freeze()
 
     @property
     def loaded(self) -> bool:

@@ -234,12 +234,7 @@ def rank_definitions(
         r = float(rank[graph.file_pos[f]])
         for d in index.files[f].defs:
             scores[(f, d.name)] += r * 0.01
-    by_name: dict[tuple[str, str], list[Definition]] = defaultdict(list)
-    for f in {f for f, _ in scores}:
-        for d in index.files[f].defs:
-            if d.kind != "impl":
-                by_name[(f, d.name)].append(d)
-    ranked = [(f, d, s) for (f, name), s in scores.items() for d in by_name.get((f, name), [])]
+    ranked = [(f, d, s) for (f, name), s in scores.items() for d in index.files[f].by_name.get(name, ())]
     ranked.sort(key=lambda t: (-t[2], t[0], t[1].line))
     return ranked
 

@@ -14,6 +14,7 @@ import os
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -43,6 +44,16 @@ ALWAYS_SKIP = {
 class FileTags:
     defs: list[Definition]
     refs: Counter[str]
+
+    @cached_property
+    def by_name(self) -> dict[str, list[Definition]]:
+        """Definitions (impl blocks left out) by name. Built once: a FileTags is replaced, never
+        changed, when its file changes, so ranking a live index only pays for files that changed."""
+        out: dict[str, list[Definition]] = defaultdict(list)
+        for d in self.defs:
+            if d.kind != "impl":
+                out[d.name].append(d)
+        return dict(out)
 
 
 @dataclass
