@@ -156,6 +156,14 @@ class GitCache:
             self._repos[key] = open_repo(workspace)
         return self._repos[key]
 
+    def stamp(self, workspace: Path) -> tuple:
+        """What the git section of `workspace` depends on besides its files' contents: HEAD and
+        the index file's stamp (both read in-process, no subprocess)."""
+        repo = self.repo(workspace)
+        if repo is None:
+            return ()
+        return _head_sha(repo), _stamp(Path(repo.git_dir) / "index")
+
     def history(self, key: tuple, build) -> FileHistory:
         hit = self._histories.get(key)
         if hit is None:

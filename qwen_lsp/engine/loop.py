@@ -13,12 +13,14 @@ Nothing here writes to the workspace: callers apply `FixResult.changes`.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
+import logging
 import re
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +32,7 @@ from qwen_lsp.llm.client import Completion, ModelClient, ReasoningExhausted, Too
 from qwen_lsp.engine.edits import EditError, apply_edit
 from qwen_lsp.types import Accounting, CachedState, FileChange, FixResult, Plan, Risk, Task, TaskKind, Validation
 from qwen_lsp.engine.overlay import BufferReader, Overlay, PathOutsideWorkspace, UnwritablePath
+from qwen_lsp.engine.prefetch import PromptCache
 from qwen_lsp.engine.protected import ProtectedPath
 from qwen_lsp.engine.prompts import (
     CUT_OFF, NO_PLAN_PATCH_REQUEST, NUDGE, PATCH_REQUEST, PLAN_REQUEST, REPLAN_REQUEST, SYSTEM, TEXT_PATCH_REQUEST,
@@ -43,6 +46,7 @@ from qwen_lsp.engine.validate import check_parse, run_verify
 from qwen_lsp.engine import sandbox, vetting
 
 Progress = Callable[[str], None]
+log = logging.getLogger(__name__)
 
 
 class Engine:
@@ -53,11 +57,49 @@ class Engine:
         self.cache = cache or StateCache(settings.cache_dir / "state", settings.cache_size_mb)
         self.live_index = live_index  # the language server's in-memory index of this engine's workspace
         self.tools_supported = True  # flips off once the server refuses tool calling
+        self.prompts = PromptCache()
+
+    async def prompt(
+        self, task: Task, workspace: Path, read_file: Callable[[str], str | None], stamp: Hashable | None = None
+    ) -> prompt.Prompt:
+        """The prompt for `task`, assembled on a thread (seconds on a large repo, cold). With a
+        `stamp` (the caller's buffers' versions) and a live index, one assembly per state is shared
+        between a prefetch and the fix; see prefetch.py for what the key covers."""
+        max_len = await self.input_limit()
+        live = self.live_index if self.live_index is not None and self.live_index.workspace.resolve() == workspace else None
+        tools = TOOLS if self.tools_supported else []
+        build = functools.partial(
+            prompt.assemble, task, workspace, self.settings, system=SYSTEM, tools=tools, read_file=read_file,
+            cache_dir=self.settings.cache_dir, max_model_len=max_len, live=live,
+        )
+        if stamp is None or live is None:
+            return await asyncio.to_thread(build)
+        key = (stamp, task.model_dump_json(), str(workspace), live.version, live.git.stamp(workspace), max_len, bool(tools))
+        # shield: a cancelled fix must not cancel an assembly that a later fix may share
+        built = await asyncio.shield(self.prompts.get(key, build))
+        return built.model_copy(deep=True)
+
+    async def prefetch(self, task: Task, workspace: Path, read_buffer: BufferReader | None, stamp: Hashable) -> None:
+        """Assemble `task`'s prompt now, so that a fix of it with the same `stamp` finds it ready."""
+        overlay = Overlay(workspace, read_buffer, protected=(self.settings.cache_dir,))
+        try:
+            await self.prompt(task, overlay.root, overlay.read, stamp)
+        except Exception:  # the fix itself assembles again and reports what goes wrong
+            log.debug("prefetching the prompt for %s failed", task.path, exc_info=True)
+
+    async def input_limit(self) -> int | None:
+        """The server's context minus room for the longest answer we ask for."""
+        max_len = (await self.client.info()).max_model_len
+        if not max_len:
+            return None
+        return max(1024, max_len - max(self.settings.plan_max_tokens, self.settings.patch_max_tokens))
 
     async def fix(
-        self, task: Task, workspace: Path, *, read_buffer: BufferReader | None = None, progress: Progress | None = None
+        self, task: Task, workspace: Path, *, read_buffer: BufferReader | None = None, progress: Progress | None = None,
+        stamp: Hashable | None = None,
     ) -> FixResult:
-        run = _Run(self, task, workspace, read_buffer, progress or (lambda _msg: None))
+        """`stamp`: what identifies the editor's buffers now (see `prompt`); None assembles afresh."""
+        run = _Run(self, task, workspace, read_buffer, progress or (lambda _msg: None), stamp)
         outcome = "error"
         deadline = self.settings.limits.fix_deadline_seconds
         budget = asyncio.timeout(deadline)  # every phase: context, plan, patch rounds (a trickling stream too), validation
@@ -89,8 +131,9 @@ class Engine:
 class _Run:
     """The state of one fix: conversation, overlay, accounting."""
 
-    def __init__(self, engine: Engine, task: Task, workspace: Path, read_buffer: BufferReader | None, progress: Progress):
-        self.engine, self.task, self.progress = engine, task, progress
+    def __init__(self, engine: Engine, task: Task, workspace: Path, read_buffer: BufferReader | None, progress: Progress,
+                 stamp: Hashable | None = None):
+        self.engine, self.task, self.progress, self.stamp = engine, task, progress, stamp
         self.settings = engine.settings
         self.overlay = Overlay(workspace, read_buffer, protected=(self.settings.cache_dir,))
         self.toolbox = ToolBox(self.overlay, self.settings.limits)
@@ -102,17 +145,8 @@ class _Run:
         self.plan: Plan | None = None
         self.validated: list[FileChange] | None = None  # the changes the last validation saw
 
-    def _live_index(self) -> WorkspaceIndex | None:
-        live = self.engine.live_index
-        return live if live is not None and live.workspace.resolve() == self.overlay.root.resolve() else None
-
     async def execute(self) -> FixResult:
-        # Context building parses the workspace (seconds on a large repo): keep the event loop free.
-        built = await asyncio.to_thread(
-            prompt.assemble, self.task, self.overlay.root, self.settings, system=SYSTEM, tools=self.tools,
-            read_file=self.overlay.read, cache_dir=self.settings.cache_dir, max_model_len=await self._input_limit(),
-            live=self._live_index(),
-        )
+        built = await self.engine.prompt(self.task, self.overlay.root, self.overlay.read, self.stamp)
         named = {self.task.path} | {f.resolved for f in built.frames if f.resolved}
         key = task_fingerprint(self.task, self._seen_hashes(p for p in named if p), self.overlay.root)
         self.messages = list(built.messages)
@@ -336,13 +370,6 @@ class _Run:
         if refused:
             return None, f"the plan's `{plan_command}` was refused: {refused}"
         return plan_command, ""
-
-    async def _input_limit(self) -> int | None:
-        """The server's context minus room for the longest answer we ask for."""
-        max_len = (await self.engine.client.info()).max_model_len
-        if not max_len:
-            return None
-        return max(1024, max_len - max(self.settings.plan_max_tokens, self.settings.patch_max_tokens))
 
     def _plan_inputs(self, plan: Plan) -> dict[str, str]:
         """Hashes of every file the plan saw or cites; checked again before a cached plan is reused."""

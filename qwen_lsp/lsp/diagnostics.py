@@ -20,6 +20,7 @@ from qwen_lsp import wire as protocol
 from qwen_lsp.context.frames import parse_output
 from qwen_lsp.files import text_of
 from qwen_lsp.lsp import convert as lsp_convert
+from qwen_lsp.types import Task
 
 if TYPE_CHECKING:
     from qwen_lsp.lsp.server import QwenLanguageServer
@@ -94,6 +95,8 @@ class DiagnosticStore:
             touched |= set(run.diagnostics)
         for path in sorted(touched):
             self.publish(path)
+        if key in self.runs:  # every diagnostic of the run is one task: "make the command pass"
+            self.server.fixes.prefetch(Task.for_command(params.command, params.exit_code, params.output, cwd_rel), root)
 
     def forget_file(self, path: str) -> None:
         """A closed file changed on disk: its terminal diagnostics point at lines that may have

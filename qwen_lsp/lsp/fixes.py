@@ -3,6 +3,8 @@ and the shell suggestions a fix leaves behind."""
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import contextlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,8 +20,10 @@ from qwen_lsp.types import FixResult, ShellSuggestion, Task, TaskKind
 
 if TYPE_CHECKING:
     from qwen_lsp.lsp.server import QwenLanguageServer
+    from qwen_lsp.lsp.workspace import BufferSnapshot
 
 MAX_SUGGESTION_KEYS = 256
+PREFETCH_DELAY_SECONDS = 0.25  # cursor moves come in bursts: assemble for the last one only
 
 
 @dataclass
@@ -35,6 +39,7 @@ class Fixes:
     def __init__(self, server: QwenLanguageServer) -> None:
         self.server = server
         self.suggestions: dict[tuple[str, int, str], list[ShellSuggestion]] = {}
+        self._prefetching: dict[Path, concurrent.futures.Future[None]] = {}
 
     # -- running the engine ------------------------------------------------------------------------
 
@@ -46,6 +51,7 @@ class Fixes:
         live_index = server.indexes.for_root(root)
         snapshot = server.folders.snapshot(root)
         versions: dict[str, int | None] = {}
+        stamp = buffers_stamp(snapshot)
 
         def read_buffer(rel: str) -> str | None:  # engine thread: reads the snapshot only
             entry = snapshot.get(rel)
@@ -61,7 +67,7 @@ class Fixes:
 
                 engine = worker.engine(root, settings, live_index)
                 try:
-                    return await engine.fix(task, root, read_buffer=read_buffer, progress=report)
+                    return await engine.fix(task, root, read_buffer=read_buffer, progress=report, stamp=stamp)
                 except ModelServerError as exc:
                     raise ModelUnavailable(str(exc)) from exc
 
@@ -72,6 +78,28 @@ class Fixes:
                 raise
         server.activity.model_ok()
         return EngineOutcome(result, dict(versions), self.stale_files(root, result, versions))
+
+    def prefetch(self, task: Task, root: Path) -> None:
+        """Assemble `task`'s prompt in the background: the user is looking at its diagnostic, and a
+        fix of it started before anything changes finds its context ready (engine/prefetch.py)."""
+        server = self.server
+        worker = server.engine_thread()
+        settings = server.folders.settings_for(root)
+        live_index = server.indexes.for_root(root)
+        snapshot = server.folders.snapshot(root)
+
+        def read_buffer(rel: str) -> str | None:
+            entry = snapshot.get(rel)
+            return entry.text if entry is not None else None
+
+        async def assemble() -> None:  # engine thread
+            await asyncio.sleep(PREFETCH_DELAY_SECONDS)
+            await worker.engine(root, settings, live_index).prefetch(task, root, read_buffer, buffers_stamp(snapshot))
+
+        previous = self._prefetching.pop(root, None)
+        if previous is not None:
+            previous.cancel()  # superseded; an assembly already under way still finishes for its key
+        self._prefetching[root] = asyncio.run_coroutine_threadsafe(assemble(), worker.loop)
 
     async def attempt(self, task: Task, root: Path, title: str) -> EngineOutcome | ModelUnavailable:
         """`run_engine`, with the unavailable model server as a value: every caller answers it
@@ -113,11 +141,13 @@ class Fixes:
 
     def code_actions(self, params: types.CodeActionParams) -> list[types.CodeAction]:
         uri = params.text_document.uri
-        path, _root, _rel = self.server.folders.locate(uri)
+        path, root, rel = self.server.folders.locate(uri)
         doc = self.server.workspace.get_text_document(uri)
         only = params.context.only
         actions: list[types.CodeAction] = []
         if lsp_convert.kind_allowed(types.CodeActionKind.QuickFix, only):
+            if params.context.diagnostics:
+                self.prefetch(self.task_for(params.context.diagnostics[0], root, rel), root)
             resolves = background_fix.resolves_edits(self.server.client_capabilities)
             for diagnostic in params.context.diagnostics:
                 action = lsp_convert.fix_action(diagnostic, uri, doc.version)
@@ -258,3 +288,8 @@ def _diag_key(path: str, diagnostic: types.Diagnostic) -> tuple[str, int, str]:
 
 def _lsp_range(r: protocol.Range) -> types.Range:
     return types.Range(types.Position(r.start.line, r.start.character), types.Position(r.end.line, r.end.character))
+
+
+def buffers_stamp(snapshot: dict[str, BufferSnapshot]) -> tuple[tuple[str, int | None], ...]:
+    """The open buffers' versions: with the index's version, what a prefetched prompt was built from."""
+    return tuple(sorted((rel, entry.version) for rel, entry in snapshot.items()))

@@ -4,6 +4,7 @@ stale terminal diagnostics."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 from lsprotocol import types
@@ -65,3 +66,21 @@ async def test_a_closed_file_changed_on_disk_loses_its_terminal_diagnostics(lsp,
     lsp.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(
         changes=[types.FileEvent(uri=test_uri, type=types.FileChangeType.Changed)]))
     await wait_until(lambda: test_uri in lsp.diagnostics and not lsp.diagnostics[test_uri], what="the stale diagnostic to go")
+
+
+async def test_a_buffer_edited_after_its_prompt_was_prefetched_reaches_the_fix_as_edited(lsp, vllm, project):
+    calc = open_doc(lsp, project, "calc.py")
+    terminal_output(lsp, PYTEST, 1, PYTEST_OUTPUT, project)  # the server prefetches this run's prompt
+    test_uri = file_uri(project, "test_calc.py")
+    diagnostics = await wait_until(lambda: lsp.diagnostics.get(test_uri))
+    fix = next(a for a in await code_actions(lsp, test_uri, list(diagnostics)) if a.kind == types.CodeActionKind.QuickFix)
+    await asyncio.sleep(1.0)  # past the prefetch delay: the prompt of the unedited state is ready
+    lsp.text_document_did_change(types.DidChangeTextDocumentParams(
+        types.VersionedTextDocumentIdentifier(uri=calc, version=2),
+        [types.TextDocumentContentChangePartial(range=types.Range(types.Position(0, 0), types.Position(0, 0)),
+                                               text="# typed after the diagnostic appeared\n")],
+    ))
+    vllm.script(Reply(content=json.dumps(PLAN)), Reply(tool_calls=[("finish", {"summary": "nothing"})]))
+    await lsp.code_action_resolve_async(fix)
+    repo_map = _map_section(vllm.chat_requests()[0])
+    assert "    2│def add(a, b):" in repo_map  # moved down a line by the edit; the prefetched map said 1
