@@ -15,11 +15,17 @@ import pytest
 from qwen_lsp.engine.validate import error_count
 from qwen_lsp.llm.client import ModelClient, RequestRejected, ServerUnavailable
 from qwen_lsp.settings import Limits, Settings
-from tests.calc_project import BUGGY
+from tests.calc_project import BUGGY, make_project
 from tests.qfix.helpers import BUGGY as SCRIPT
 from tests.qfix.helpers import QFIX
-from tests.engine.test_engine import PLAN, failing_test_task, make_engine, project  # noqa: F401 - fixture
+from tests.engine.helpers import PLAN, failing_test_task, make_engine
 from tests.vllm_double import Reply, VLLMDouble
+
+
+@pytest.fixture
+def project(tmp_path):
+    return make_project(tmp_path / "proj")
+
 
 CUT_OFF_EDIT = '{"path": "calc.py", "old_string": "    total = a - b", "new_string": "    total = a +'
 

@@ -9,44 +9,16 @@ import pytest
 
 from qwen_lsp.llm.client import ServerUnavailable
 from qwen_lsp.engine.loop import Engine
-from qwen_lsp.types import Task, TaskKind
 from qwen_lsp.settings import Settings
-from tests.calc_project import BUGGY, PYTEST, PYTEST_OUTPUT, make_project
+from tests.calc_project import BUGGY, PYTEST, make_project
 from tests.net import free_port
+from tests.engine.helpers import PLAN, failing_test_task, make_engine, script_fix
 from tests.vllm_double import Reply, VLLMDouble
-
-OUTPUT = PYTEST_OUTPUT
-PLAN = {
-    "hypotheses": ["add subtracts instead of adding"],
-    "evidence": [{"path": "calc.py", "start_line": 2, "end_line": 2, "reason": "uses a - b"}],
-    "steps": ["use a + b in add"],
-    "verify_command": "pytest -q test_calc.py",
-}
 
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     return make_project(tmp_path / "proj")
-
-
-def make_engine(double: VLLMDouble, cache_dir: Path, **overrides) -> Engine:
-    settings = Settings(base_url=double.base_url, cache_dir=cache_dir, max_retries=0, **overrides)
-    return Engine(settings)
-
-
-def failing_test_task() -> Task:
-    return Task(kind=TaskKind.command, description="pytest failed", command=PYTEST, terminal_output=OUTPUT, exit_code=1)
-
-
-def script_fix(double: VLLMDouble, *, with_plan: bool = True, name: str = "total") -> None:
-    replies = [Reply(reasoning="add() computes a - b; the test expects 5.", content=json.dumps(PLAN))] if with_plan else []
-    replies += [
-        Reply(tool_calls=[("read_file", {"path": "calc.py"})]),
-        # Indentation drift and trailing spaces: the model dropped the 4-space indent.
-        Reply(tool_calls=[("edit_file", {"path": "calc.py", "old_string": f"{name} = a - b   ", "new_string": f"{name} = a + b"})]),
-        Reply(tool_calls=[("finish", {"summary": "add now adds"})]),
-    ]
-    double.script(*replies)
 
 
 async def test_plan_then_patch_fixes_a_real_bug_and_writes_nothing(vllm, project, tmp_path):

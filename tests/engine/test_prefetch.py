@@ -11,7 +11,7 @@ from qwen_lsp.context.index import WorkspaceIndex
 from qwen_lsp.engine.loop import Engine
 from qwen_lsp.settings import Settings
 from tests.calc_project import BUGGY, make_project
-from tests.engine.test_engine import failing_test_task, script_fix
+from tests.engine.helpers import failing_test_task, script_fix
 from tests.vllm_double import VLLMDouble
 
 

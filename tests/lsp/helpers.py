@@ -144,3 +144,16 @@ async def explain_first_lines(client: LanguageClient, uri: str) -> dict:
         command="qwen.server.explain", arguments=[{"uri": uri, "range": {
             "start": {"line": 0, "character": 0}, "end": {"line": 2, "character": 0}}}]))
     return dict(result._asdict() if hasattr(result, "_asdict") else result)
+
+
+def as_dict(value: Any) -> dict[str, Any]:
+    return value._asdict() if hasattr(value, "_asdict") else dict(value)
+
+
+async def execute(lsp, command: str, argument: dict[str, Any]) -> dict[str, Any]:
+    result = await lsp.workspace_execute_command_async(types.ExecuteCommandParams(command=command, arguments=[argument]))
+    return as_dict(result)
+
+
+def selection(first: int, last: int) -> dict[str, Any]:
+    return {"start": {"line": first, "character": 0}, "end": {"line": last, "character": 0}}

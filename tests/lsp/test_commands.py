@@ -12,6 +12,8 @@ from lsprotocol import types
 
 from qwen_lsp.lsp.convert import apply_text_edits
 from tests.lsp.helpers import (
+    execute,
+    selection,
     BUGGY,
     FIX_REPLIES,
     PYTEST,
@@ -25,19 +27,6 @@ from tests.lsp.helpers import (
 )
 from tests.net import closed_port_url
 from tests.vllm_double import Reply
-
-
-def as_dict(value: Any) -> dict[str, Any]:
-    return value._asdict() if hasattr(value, "_asdict") else dict(value)
-
-
-async def execute(lsp, command: str, argument: dict[str, Any]) -> dict[str, Any]:
-    result = await lsp.workspace_execute_command_async(types.ExecuteCommandParams(command=command, arguments=[argument]))
-    return as_dict(result)
-
-
-def selection(first: int, last: int) -> dict[str, Any]:
-    return {"start": {"line": first, "character": 0}, "end": {"line": last, "character": 0}}
 
 
 async def test_ask_applies_a_versioned_edit_through_the_client(lsp, vllm, project):

@@ -7,9 +7,7 @@ from __future__ import annotations
 import json
 
 from qwen_lsp.lsp.convert import CONVERTER, apply_text_edits
-from tests.lsp.helpers import BUGGY, open_doc
-from tests.lsp.test_commands import execute, selection
-from tests.lsp.test_fix import FIX_REPLIES, foreign_diagnostic, plan_reply
+from tests.lsp.helpers import BUGGY, FIX_REPLIES, execute, foreign_diagnostic, open_doc, plan_reply, selection
 
 
 async def test_a_diagnostic_of_another_server_at_the_cursor_is_fixed(lsp, vllm, project):

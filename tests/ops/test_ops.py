@@ -16,6 +16,7 @@ from qwen_lsp.settings import Settings
 from qwen_lsp.ops.stats import parse_metrics, summarize
 from tests.hostile import path_without_bwrap
 from tests.net import closed_port_url, free_port
+from tests.ops.helpers import honest_server
 from tests.vllm_double import Reply, VLLMDouble
 
 GIB = 1024**3
@@ -72,17 +73,6 @@ def test_mtp_costs_memory_and_adds_the_speculative_config():
 
 
 # -- doctor -----------------------------------------------------------------------------------
-
-
-def honest_server(body: dict) -> Reply:
-    """What a correctly configured vLLM would answer to each doctor probe."""
-    if body.get("structured_outputs"):
-        return Reply(content='{"answer": "qwen-lsp-ok"}')
-    if body.get("tools"):
-        return Reply(tool_calls=[("ping", {"word": "pong"})])
-    if body["chat_template_kwargs"]["enable_thinking"]:
-        return Reply(reasoning="The user wants ok.", content="ok")
-    return Reply(content="ok")
 
 
 def ignores_structured_outputs(body: dict) -> Reply:

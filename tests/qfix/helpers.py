@@ -95,3 +95,22 @@ def record_of(state_dir: Path) -> dict:
     files = sorted((state_dir / "sessions").glob("*.json"))
     assert len(files) == 1, files
     return json.loads(files[0].read_text(), strict=False)
+
+
+def spawn(args: list[str], env: dict[str, str], cwd) -> pexpect.spawn:
+    child = pexpect.spawn(QFIX, args, cwd=str(cwd), env=env, encoding="utf-8", timeout=90, dimensions=(40, 200))
+    return child
+
+
+def finish(child: pexpect.spawn) -> int:
+    child.expect(pexpect.EOF)
+    child.close()
+    return child.exitstatus if child.exitstatus is not None else 128 + child.signalstatus
+
+
+def write_record(repo, env, command: str, exit_code: int, pid: int = 4242) -> dict[str, str]:
+    sessions = repo.parent / "state" / "sessions"
+    sessions.mkdir(parents=True, exist_ok=True)
+    record = {"shell": "bash", "pid": pid, "command": command, "exit_code": exit_code, "cwd": str(repo)}
+    (sessions / f"{pid}.json").write_text(json.dumps(record))
+    return {**env, "QFIX_SHELL_PID": str(pid), "SHELL": "/bin/bash"}

@@ -9,24 +9,12 @@ import os
 import subprocess
 import time
 
-import pexpect
 import pytest
 
-from tests.qfix.helpers import BUGGY, FIXED, PLAN, QFIX, fix_replies, suggestion_replies
+from tests.qfix.helpers import BUGGY, FIXED, PLAN, QFIX, finish, fix_replies, spawn, suggestion_replies, write_record
 from tests.vllm_double import Reply
 
 ASK = "[a]pply / [s]kip / [e]dit command / [q]uit"
-
-
-def spawn(args: list[str], env: dict[str, str], cwd) -> pexpect.spawn:
-    child = pexpect.spawn(QFIX, args, cwd=str(cwd), env=env, encoding="utf-8", timeout=90, dimensions=(40, 200))
-    return child
-
-
-def finish(child: pexpect.spawn) -> int:
-    child.expect(pexpect.EOF)
-    child.close()
-    return child.exitstatus if child.exitstatus is not None else 128 + child.signalstatus
 
 
 def undo_entries(repo) -> list:
@@ -192,17 +180,9 @@ def test_a_command_that_passes_needs_no_fix_and_its_exit_code_is_mirrored(repo, 
     assert vllm.chat_requests() == []  # no model call for either
 
 
-def _write_record(repo, env, command: str, exit_code: int, pid: int = 4242) -> dict[str, str]:
-    sessions = repo.parent / "state" / "sessions"
-    sessions.mkdir(parents=True, exist_ok=True)
-    record = {"shell": "bash", "pid": pid, "command": command, "exit_code": exit_code, "cwd": str(repo)}
-    (sessions / f"{pid}.json").write_text(json.dumps(record))
-    return {**env, "QFIX_SHELL_PID": str(pid), "SHELL": "/bin/bash"}
-
-
 def test_a_destructive_recorded_command_is_never_rerun(repo, qfix_env, vllm):
     (repo / "build").mkdir()
-    env = _write_record(repo, qfix_env, "rm -rf build && python script.py", 1)
+    env = write_record(repo, qfix_env, "rm -rf build && python script.py", 1)
     vllm.script(*fix_replies())
     child = spawn(["--dry-run"], env, repo)
     child.expect_exact("qfix will not re-run it")
@@ -212,7 +192,7 @@ def test_a_destructive_recorded_command_is_never_rerun(repo, qfix_env, vllm):
 
 
 def test_a_recorded_command_is_rerun_only_after_asking(repo, qfix_env, vllm):
-    env = _write_record(repo, qfix_env, "python script.py > ran.txt; python script.py", 1)
+    env = write_record(repo, qfix_env, "python script.py > ran.txt; python script.py", 1)
     vllm.script(*fix_replies())
     child = spawn(["--dry-run"], env, repo)
     child.expect_exact("Re-run `python script.py > ran.txt; python script.py` to see its output? [y/N]")
@@ -223,7 +203,7 @@ def test_a_recorded_command_is_rerun_only_after_asking(repo, qfix_env, vllm):
 
 
 def test_a_recorded_success_needs_nothing(repo, qfix_env, vllm):
-    env = _write_record(repo, qfix_env, "python -c pass", 0)
+    env = write_record(repo, qfix_env, "python -c pass", 0)
     child = spawn([], env, repo)
     child.expect_exact("succeeded: nothing to fix")
     assert finish(child) == 0

@@ -8,14 +8,13 @@ import subprocess
 
 from qwen_lsp import __version__
 from tests.net import closed_port_url
-from tests.qfix.helpers import BUGGY, PLAN, QFIX, fix_replies
-from tests.qfix.test_interactive import _write_record, finish, spawn
+from tests.qfix.helpers import BUGGY, PLAN, QFIX, finish, fix_replies, spawn, write_record
 from tests.vllm_double import Reply
 
 
 def test_ctrl_c_at_the_rerun_question_cancels_cleanly_and_says_why_it_asked(repo, qfix_env, vllm):
     vllm.script(*fix_replies())
-    env = _write_record(repo, qfix_env, "python script.py", 1)
+    env = write_record(repo, qfix_env, "python script.py", 1)
     child = spawn([], env, repo)
     child.expect_exact("recorded the command but not its output (inside tmux, qfix would read it from the screen)")
     child.expect_exact("to see its output? [y/N]")
@@ -60,7 +59,7 @@ def test_a_server_that_is_down_is_said_while_the_command_still_runs(repo, qfix_e
 
 
 def test_a_recorded_failure_with_the_server_down_exits_2_without_asking_to_rerun(repo, qfix_env):
-    env = {**_write_record(repo, qfix_env, "python script.py", 1), "QWEN_LSP_BASE_URL": closed_port_url()}
+    env = {**write_record(repo, qfix_env, "python script.py", 1), "QWEN_LSP_BASE_URL": closed_port_url()}
     run = subprocess.run([QFIX, "--json"], cwd=repo, env=env, capture_output=True, text=True, timeout=60,
                          stdin=subprocess.DEVNULL)
     assert run.returncode == 2

@@ -19,7 +19,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from tests.ops.test_ops import honest_server
+from tests.ops.helpers import honest_server
 from tests.qfix.helpers import BUGGY, FIXED, fix_replies
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,7 +14,7 @@ import pytest
 from qwen_lsp.engine.cache import relative_to_root, task_fingerprint
 from qwen_lsp.types import Task, TaskKind
 from tests.calc_project import BUGGY, PYTEST, make_project
-from tests.engine.test_engine import make_engine, script_fix
+from tests.engine.helpers import make_engine, script_fix
 from tests.vllm_double import VLLMDouble
 
 
