@@ -150,6 +150,16 @@ t.test('the server starts and attaches to a Python buffer', function()
 end)
 
 --- Types `command` into the bash terminal and waits until OSC 133 says it finished.
+-- What `gra` does with "Fix with Qwen" chosen: request, resolve lazily, apply the versioned edit.
+local function apply_fix_with_qwen()
+  vim.lsp.buf.code_action({
+    apply = true,
+    filter = function(action)
+      return vim.startswith(action.title, 'Fix with Qwen')
+    end,
+  })
+end
+
 local function run_in_terminal(command)
   local terminal = require('qwen_lsp.terminal')
   local before = terminal.last_command(term_buf)
@@ -208,13 +218,7 @@ t.test('the Qwen code action is listed (gra) and applying it fixes the file', fu
     return vim.startswith(title, 'Fix with Qwen')
   end), 'a "Fix with Qwen" action among ' .. vim.inspect(titles))
 
-  -- What `gra` does, with the choice made: request, resolve lazily, apply the versioned edit.
-  vim.lsp.buf.code_action({
-    apply = true,
-    filter = function(action)
-      return vim.startswith(action.title, 'Fix with Qwen')
-    end,
-  })
+  apply_fix_with_qwen()
   t.wait(90000, function()
     return vim.deep_equal(vim.api.nvim_buf_get_lines(calc_buf, 0, -1, false), FIXED)
   end, 'the buffer to be fixed; it is: ' .. vim.inspect(vim.api.nvim_buf_get_lines(calc_buf, 0, -1, false)))
@@ -278,12 +282,7 @@ t.test('a suggested shell command runs only after confirmation, pre-filled in a 
   vim.api.nvim_set_current_win(win)
   vim.api.nvim_win_set_cursor(win, { vim.diagnostic.get(check_buf)[1].lnum + 1, 0 })
   local terminals_before = terminals()
-  vim.lsp.buf.code_action({
-    apply = true,
-    filter = function(action)
-      return vim.startswith(action.title, 'Fix with Qwen')
-    end,
-  })
+  apply_fix_with_qwen()
   t.wait(60000, function()
     return #asked > 0
   end, 'the resolved action to call qwen.runInTerminal')
@@ -334,12 +333,7 @@ t.test(':QwenCancel while a fix runs: the model stream closes, nothing changes, 
   local win = vim.fn.bufwinid(calc_buf)
   vim.api.nvim_set_current_win(win)
   vim.api.nvim_win_set_cursor(win, { 3, 4 }) -- the review finding
-  vim.lsp.buf.code_action({
-    apply = true,
-    filter = function(action)
-      return vim.startswith(action.title, 'Fix with Qwen')
-    end,
-  })
+  apply_fix_with_qwen()
   t.wait(30000, function()
     return chat_requests() > requests
   end, 'the model call')
