@@ -1,0 +1,217 @@
+"""One file per workspace holding its whole tag index, for one-shot processes (qfix, qwen-review,
+the language server's first load) to start warm in a few tens of milliseconds.
+
+The snapshot is columnar: every definition's fields in flat lists and packed integer arrays,
+every file's references as ids into one name table. `marshal` loads that in a few milliseconds
+(no per-definition objects); a file's `Definition`s and reference `Counter` are built only when
+something reads them (see `repomap.FileTags`). It is validated by stat stamps, never trusted
+blindly:
+
+- per file, (mtime_ns, size): a changed file falls back to the per-file tag cache or a re-parse;
+- per walked folder and per `.gitignore`, the same stamps: when none changed, neither did the
+  file listing (a folder's mtime changes whenever an entry is added, removed or renamed);
+- a stamp no older than the build that recorded it, minus `RACY_NS`, is not trusted (as git does
+  with its index): a file written in the same clock tick as the snapshot might change unseen.
+
+A snapshot that is corrupt, truncated, from another format or Python version, or for another
+workspace is ignored (and then rewritten). Writes go to a temporary file and `os.replace`, so
+two processes building at once each leave a whole snapshot."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import marshal
+import os
+import sys
+import tempfile
+import zlib
+from array import array
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from itertools import accumulate
+from pathlib import Path
+
+from qwen_lsp.context.treesitter import Definition
+
+log = logging.getLogger(__name__)
+
+FORMAT = 1
+MAGIC = b"QWENSNAP"
+# marshal's format may change between Python versions: a snapshot is only read by the one that wrote it.
+_HEADER = MAGIC + f" {FORMAT} {sys.version_info[0]}.{sys.version_info[1]} {marshal.version}\n".encode()
+RACY_NS = 2_000_000_000  # covers file systems with 1-2 s timestamps
+
+Stamp = tuple[int, int]  # (st_mtime_ns, st_size)
+RawDef = tuple[str, str, int, int, str, int]  # Definition's fields in order
+
+
+def snapshot_path(cache_dir: Path, workspace: Path, version: int) -> Path:
+    key = hashlib.sha256(os.path.abspath(workspace).encode("utf-8", "surrogateescape")).hexdigest()[:32]
+    return Path(cache_dir) / f"repomap-snapshot-v{version}" / f"{key}.snap"
+
+
+def stamp(path: str) -> Stamp | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size)
+
+
+@dataclass
+class Listing:
+    """The files a walk found, with the stamps of what it read to find them (folders, .gitignores)."""
+
+    files: list[str]
+    watched: list[str]  # workspace-relative folders ("" is the root) and .gitignore files
+    stamps: list[Stamp]
+
+
+class Snapshot:
+    """A loaded snapshot. Per-file accessors take the file's position in `files`."""
+
+    def __init__(self, body: tuple) -> None:
+        (self.key, self.started_ns, listing, files, stamps, tagged, def_counts, names, kind_table, kinds, lines,
+         ends, sigs, depths, ref_table, ref_counts, ref_ids, ref_n) = body
+        self.files: list[str] = files
+        self.stamps = _ints(stamps)
+        self.tagged: bytes = tagged
+        self._def_start = [0, *accumulate(_ints(def_counts))]
+        self._names: list[str] = names
+        self._kind_table: list[str] = kind_table
+        self._kinds = _ints(kinds)
+        self._lines, self._ends, self._depths = _ints(lines), _ints(ends), _ints(depths)
+        self._sigs: list[str] = sigs
+        self._ref_table: list[str] = ref_table
+        self._ref_start = [0, *accumulate(_ints(ref_counts))]
+        self._ref_ids, self._ref_n = _ints(ref_ids), _ints(ref_n)
+        self.listing: Listing | None = None
+        if listing is not None:
+            listed, watched, watched_stamps = listing
+            w = _ints(watched_stamps)
+            self.listing = Listing(listed, watched, list(zip(w[0::2], w[1::2])))
+        n, n_defs, n_refs = len(files), len(names), len(self._ref_ids)
+        # A snapshot that passed its checksum is ours; these checks catch a writer bug, not an attacker.
+        if not (len(self.stamps) == 2 * n and len(tagged) == n and len(self._def_start) == n + 1
+                and self._def_start[-1] == n_defs == len(self._kinds) == len(self._lines) == len(self._ends)
+                == len(sigs) == len(self._depths) and len(self._ref_start) == n + 1
+                and self._ref_start[-1] == n_refs == len(self._ref_n)
+                and (not n_defs or max(self._kinds) < len(kind_table)) and (not n_refs or max(self._ref_ids) < len(ref_table))):
+            raise ValueError("inconsistent snapshot")
+
+    def stamp(self, i: int) -> Stamp:
+        return (self.stamps[2 * i], self.stamps[2 * i + 1])
+
+    def trusted(self, current: Stamp | None, recorded: Stamp) -> bool:
+        """Whether a path stamped `current` now is as it was when the snapshot recorded it."""
+        return current == recorded and recorded[0] < self.started_ns - RACY_NS
+
+    def raw_defs(self, i: int) -> list[RawDef]:
+        kt, names, kinds, lines, ends, sigs, depths = (self._kind_table, self._names, self._kinds, self._lines,
+                                                     self._ends, self._sigs, self._depths)
+        return [(names[j], kt[kinds[j]], lines[j], ends[j], sigs[j], depths[j])
+                for j in range(self._def_start[i], self._def_start[i + 1])]
+
+    def defs(self, i: int) -> list[Definition]:
+        return [Definition(*d) for d in self.raw_defs(i)]
+
+    def names(self, i: int) -> Iterable[tuple[str, str]]:
+        """(name, kind) of file i's definitions, without building them."""
+        a, b = self._def_start[i], self._def_start[i + 1]
+        kt = self._kind_table
+        return zip(self._names[a:b], [kt[k] for k in self._kinds[a:b]])
+
+    def raw_refs(self, i: int) -> dict[str, int]:
+        a, b = self._ref_start[i], self._ref_start[i + 1]
+        return dict(zip(map(self._ref_table.__getitem__, self._ref_ids[a:b]), self._ref_n[a:b]))
+
+    def refs(self, i: int) -> Counter[str]:
+        out: Counter[str] = Counter()
+        dict.update(out, self.raw_refs(i))  # Counter(mapping) would add the counts one by one
+        return out
+
+
+def _ints(data: bytes) -> array:
+    out = array("q")
+    out.frombytes(data)
+    return out
+
+
+def _packed(values: Iterable[int]) -> bytes:
+    return array("q", values).tobytes()
+
+
+def load(path: Path, key: str) -> Snapshot | None:
+    """The snapshot at `path` if it is whole, in this format and for `key`; else None."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return None
+    try:
+        if not data.startswith(_HEADER) or len(data) < len(_HEADER) + 4:
+            return None
+        body = memoryview(data)[len(_HEADER) + 4 :]
+        if zlib.crc32(body) != int.from_bytes(data[len(_HEADER) : len(_HEADER) + 4], "little"):
+            return None
+        snap = Snapshot(marshal.loads(body))
+        return snap if snap.key == key else None
+    except Exception:  # anything unexpected in a cache file: rebuild rather than fail
+        log.debug("repo-map snapshot %s unreadable; ignored", path, exc_info=True)
+        return None
+
+
+def write(
+    path: Path, key: str, started_ns: int, listing: Listing | None,
+    entries: Sequence[tuple[str, Stamp, Sequence[RawDef] | None, dict[str, int] | None]],
+) -> None:
+    """Store `entries` (path, stamp, definitions and reference counts, or None for a file without
+    tags) atomically at `path`. Failure to write is logged, never raised: it only costs speed."""
+    kind_pos: dict[str, int] = {}
+    ref_pos: dict[str, int] = {}
+    files, stamps, tagged, def_counts, names, kinds, lines, ends, sigs, depths = ([] for _ in range(10))
+    ref_counts: list[int] = []
+    ref_ids: list[int] = []
+    ref_n: list[int] = []
+    for rel, st, defs, refs in entries:
+        files.append(rel)
+        stamps.extend(st)
+        tagged.append(defs is not None)
+        defs, refs = defs or (), refs or {}
+        def_counts.append(len(defs))
+        for name, kind, line, end, sig, depth in defs:
+            names.append(name)
+            kinds.append(kind_pos.setdefault(kind, len(kind_pos)))
+            lines.append(line)
+            ends.append(end)
+            sigs.append(sig)
+            depths.append(depth)
+        ref_counts.append(len(refs))
+        for name, n in refs.items():
+            ref_ids.append(ref_pos.setdefault(name, len(ref_pos)))
+            ref_n.append(n)
+    listing_body = None
+    if listing is not None:
+        listing_body = (listing.files, listing.watched, _packed(v for s in listing.stamps for v in s))
+    body = marshal.dumps((
+        key, started_ns, listing_body, files, _packed(stamps), bytes(tagged), _packed(def_counts), names,
+        list(kind_pos), _packed(kinds), _packed(lines), _packed(ends), sigs, _packed(depths), list(ref_pos),
+        _packed(ref_counts), _packed(ref_ids), _packed(ref_n),
+    ))
+    tmp = None
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=Path(path).parent, prefix=".snap-")
+        with os.fdopen(fd, "wb") as out:
+            out.write(_HEADER + zlib.crc32(body).to_bytes(4, "little") + body)
+        os.replace(tmp, path)
+        tmp = None
+    except OSError:
+        log.debug("repo-map snapshot %s not written", path, exc_info=True)
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
