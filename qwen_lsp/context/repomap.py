@@ -242,8 +242,9 @@ def build_index(workspace: Path, *, cache_dir: Path | None = None, files: Iterab
     entries: list[tuple[str, snapshot.Stamp, FileTags | None]] = []
     hits, cache, cache_opened = 0, None, False
     try:
+        prefix = os.path.join(ws, "")
         for rel in rels:
-            st = snapshot.stamp(os.path.join(ws, rel))
+            st = snapshot.stamp(prefix + rel)
             if st is None or not 0 < st[1] <= MAX_FILE_BYTES:
                 continue
             i = known.get(rel)
@@ -260,12 +261,19 @@ def build_index(workspace: Path, *, cache_dir: Path | None = None, files: Iterab
     finally:
         if cache is not None:
             cache.close()
-    if path is not None and (walked or snap is None or hits != len(entries) or hits != len(snap.files)):
+    unchanged = snap is not None and hits == len(entries) == len(snap.files)
+    if unchanged:  # the same files with the same tags: the snapshot's name table is this index's
+        assert snap is not None
+        index = TagIndex(files=tagged, defined_in=defaultdict(set, snap.defined_in))
+    else:
+        index = _index_from(tagged)
+    if path is not None and (walked or not unchanged):  # a walk also renews the listing's stamps
         if listing is None:  # files named by the caller: keep the listing the snapshot had, if still true
             listing = _listing_if_unchanged(ws, snap)
         snapshot.write(path, key, started_ns, listing,
-                       [(rel, st, *(t._raw() if t is not None else (None, None))) for rel, st, t in entries])
-    return _index_from(tagged)
+                       [(rel, st, *(t._raw() if t is not None else (None, None))) for rel, st, t in entries],
+                       index.defined_in)
+    return index
 
 
 def _snapshot_key(ws: str) -> str:
@@ -278,8 +286,9 @@ def _listing_if_unchanged(ws: str, snap: Snapshot | None) -> Listing | None:
     """The snapshot's file listing when no folder it walked and no .gitignore it read changed."""
     if snap is None or snap.listing is None:
         return None
+    prefix = os.path.join(ws, "")
     for rel, recorded in zip(snap.listing.watched, snap.listing.stamps):
-        if not snap.trusted(snapshot.stamp(os.path.join(ws, rel) if rel else ws), recorded):
+        if not snap.trusted(snapshot.stamp(prefix + rel if rel else ws), recorded):
             return None
     return snap.listing
 

@@ -37,7 +37,7 @@ from qwen_lsp.context.treesitter import Definition
 
 log = logging.getLogger(__name__)
 
-FORMAT = 1
+FORMAT = 2
 MAGIC = b"QWENSNAP"
 # marshal's format may change between Python versions: a snapshot is only read by the one that wrote it.
 _HEADER = MAGIC + f" {FORMAT} {sys.version_info[0]}.{sys.version_info[1]} {marshal.version}\n".encode()
@@ -73,17 +73,21 @@ class Snapshot:
     """A loaded snapshot. Per-file accessors take the file's position in `files`."""
 
     def __init__(self, body: tuple) -> None:
-        (self.key, self.started_ns, listing, files, stamps, tagged, def_counts, names, kind_table, kinds, lines,
-         ends, sigs, depths, ref_table, ref_counts, ref_ids, ref_n) = body
+        (self.key, self.started_ns, listing, files, stamps, tagged, def_counts, names, name_ends, kind_table, kinds,
+         lines, ends, sigs, sig_ends, depths, ref_table, ref_counts, ref_ids, ref_n, defined_in) = body
         self.files: list[str] = files
         self.stamps = _ints(stamps)
         self.tagged: bytes = tagged
         self._def_start = [0, *accumulate(_ints(def_counts))]
-        self._names: list[str] = names
+        # Names and signatures as one string each, cut per file when read: no 80k str objects at load.
+        self._names: str = names
+        self._name_ends = _ints(name_ends)
+        self.defined_in: dict[str, set[str]] = defined_in  # name -> files, as the TagIndex has it
         self._kind_table: list[str] = kind_table
         self._kinds = _ints(kinds)
         self._lines, self._ends, self._depths = _ints(lines), _ints(ends), _ints(depths)
-        self._sigs: list[str] = sigs
+        self._sigs: str = sigs
+        self._sig_ends = _ints(sig_ends)
         self._ref_table: list[str] = ref_table
         self._ref_start = [0, *accumulate(_ints(ref_counts))]
         self._ref_ids, self._ref_n = _ints(ref_ids), _ints(ref_n)
@@ -92,13 +96,15 @@ class Snapshot:
             listed, watched, watched_stamps = listing
             w = _ints(watched_stamps)
             self.listing = Listing(listed, watched, list(zip(w[0::2], w[1::2])))
-        n, n_defs, n_refs = len(files), len(names), len(self._ref_ids)
+        n, n_defs, n_refs = len(files), len(self._name_ends), len(self._ref_ids)
         # A snapshot that passed its checksum is ours; these checks catch a writer bug, not an attacker.
         if not (len(self.stamps) == 2 * n and len(tagged) == n and len(self._def_start) == n + 1
                 and self._def_start[-1] == n_defs == len(self._kinds) == len(self._lines) == len(self._ends)
-                == len(sigs) == len(self._depths) and len(self._ref_start) == n + 1
+                == len(self._sig_ends) == len(self._depths) and len(self._ref_start) == n + 1
                 and self._ref_start[-1] == n_refs == len(self._ref_n)
-                and (not n_defs or max(self._kinds) < len(kind_table)) and (not n_refs or max(self._ref_ids) < len(ref_table))):
+                and (not n_defs or (max(self._kinds) < len(kind_table) and self._name_ends[-1] == len(names)
+                                    and self._sig_ends[-1] == len(sigs)))
+                and isinstance(defined_in, dict) and (not n_refs or max(self._ref_ids) < len(ref_table))):
             raise ValueError("inconsistent snapshot")
 
     def stamp(self, i: int) -> Stamp:
@@ -108,11 +114,18 @@ class Snapshot:
         """Whether a path stamped `current` now is as it was when the snapshot recorded it."""
         return current == recorded and recorded[0] < self.started_ns - RACY_NS
 
+    def _cut(self, text: str, ends: array, i: int) -> list[str]:
+        a, b = self._def_start[i], self._def_start[i + 1]
+        if a == b:
+            return []
+        start = ends[a - 1] if a else 0
+        return [text[s:e] for s, e in zip([start, *ends[a : b - 1]], ends[a:b])]
+
     def raw_defs(self, i: int) -> list[RawDef]:
-        kt, names, kinds, lines, ends, sigs, depths = (self._kind_table, self._names, self._kinds, self._lines,
-                                                     self._ends, self._sigs, self._depths)
-        return [(names[j], kt[kinds[j]], lines[j], ends[j], sigs[j], depths[j])
-                for j in range(self._def_start[i], self._def_start[i + 1])]
+        a, b = self._def_start[i], self._def_start[i + 1]
+        kt = self._kind_table
+        return list(zip(self._cut(self._names, self._name_ends, i), [kt[k] for k in self._kinds[a:b]],
+                        self._lines[a:b], self._ends[a:b], self._cut(self._sigs, self._sig_ends, i), self._depths[a:b]))
 
     def defs(self, i: int) -> list[Definition]:
         return [Definition(*d) for d in self.raw_defs(i)]
@@ -121,7 +134,7 @@ class Snapshot:
         """(name, kind) of file i's definitions, without building them."""
         a, b = self._def_start[i], self._def_start[i + 1]
         kt = self._kind_table
-        return zip(self._names[a:b], [kt[k] for k in self._kinds[a:b]])
+        return zip(self._cut(self._names, self._name_ends, i), [kt[k] for k in self._kinds[a:b]])
 
     def raw_refs(self, i: int) -> dict[str, int]:
         a, b = self._ref_start[i], self._ref_start[i + 1]
@@ -165,12 +178,16 @@ def load(path: Path, key: str) -> Snapshot | None:
 def write(
     path: Path, key: str, started_ns: int, listing: Listing | None,
     entries: Sequence[tuple[str, Stamp, Sequence[RawDef] | None, dict[str, int] | None]],
+    defined_in: dict[str, set[str]],
 ) -> None:
     """Store `entries` (path, stamp, definitions and reference counts, or None for a file without
     tags) atomically at `path`. Failure to write is logged, never raised: it only costs speed."""
     kind_pos: dict[str, int] = {}
     ref_pos: dict[str, int] = {}
     files, stamps, tagged, def_counts, names, kinds, lines, ends, sigs, depths = ([] for _ in range(10))
+    name_ends: list[int] = []
+    sig_ends: list[int] = []
+    name_len = sig_len = 0
     ref_counts: list[int] = []
     ref_ids: list[int] = []
     ref_n: list[int] = []
@@ -182,10 +199,14 @@ def write(
         def_counts.append(len(defs))
         for name, kind, line, end, sig, depth in defs:
             names.append(name)
+            name_len += len(name)
+            name_ends.append(name_len)
             kinds.append(kind_pos.setdefault(kind, len(kind_pos)))
             lines.append(line)
             ends.append(end)
             sigs.append(sig)
+            sig_len += len(sig)
+            sig_ends.append(sig_len)
             depths.append(depth)
         ref_counts.append(len(refs))
         for name, n in refs.items():
@@ -195,9 +216,10 @@ def write(
     if listing is not None:
         listing_body = (listing.files, listing.watched, _packed(v for s in listing.stamps for v in s))
     body = marshal.dumps((
-        key, started_ns, listing_body, files, _packed(stamps), bytes(tagged), _packed(def_counts), names,
-        list(kind_pos), _packed(kinds), _packed(lines), _packed(ends), sigs, _packed(depths), list(ref_pos),
-        _packed(ref_counts), _packed(ref_ids), _packed(ref_n),
+        key, started_ns, listing_body, files, _packed(stamps), bytes(tagged), _packed(def_counts), "".join(names),
+        _packed(name_ends), list(kind_pos), _packed(kinds), _packed(lines), _packed(ends), "".join(sigs),
+        _packed(sig_ends), _packed(depths), list(ref_pos), _packed(ref_counts), _packed(ref_ids), _packed(ref_n),
+        {name: set(where) for name, where in defined_in.items()},
     ))
     tmp = None
     try:
