@@ -19,8 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import pathspec
-
 from qwen_lsp.files import inside
 from qwen_lsp.context import snapshot
 from qwen_lsp.context.snapshot import Listing, Snapshot
@@ -28,6 +26,8 @@ from qwen_lsp.context.treesitter import CONTAINER_KINDS, EXTENSIONS, Definition,
 from qwen_lsp.llm.tokens import count_tokens
 
 if TYPE_CHECKING:
+    import pathspec
+
     from qwen_lsp.context.ranking import RefGraph
 
 log = logging.getLogger(__name__)
@@ -127,6 +127,8 @@ def list_files(workspace: Path, *, max_files: int = MAX_FILES) -> list[str]:
 
 def _walk(workspace: Path, *, max_files: int = MAX_FILES) -> Listing:
     """`list_files`, with the stamps of every folder walked and .gitignore read (see snapshot.py)."""
+    import pathspec  # only for a walk: a warm load from the snapshot does without its import
+
     out: list[str] = []
     watched: list[str] = []
     stamps: list[snapshot.Stamp] = []
