@@ -37,7 +37,7 @@ from qwen_lsp.context.treesitter import Definition
 
 log = logging.getLogger(__name__)
 
-FORMAT = 2
+FORMAT = 3
 MAGIC = b"QWENSNAP"
 # marshal's format may change between Python versions: a snapshot is only read by the one that wrote it.
 _HEADER = MAGIC + f" {FORMAT} {sys.version_info[0]}.{sys.version_info[1]} {marshal.version}\n".encode()
@@ -73,21 +73,23 @@ class Snapshot:
     """A loaded snapshot. Per-file accessors take the file's position in `files`."""
 
     def __init__(self, body: tuple) -> None:
-        (self.key, self.started_ns, listing, files, stamps, tagged, def_counts, names, name_ends, kind_table, kinds,
-         lines, ends, sigs, sig_ends, depths, ref_table, ref_counts, ref_ids, ref_n, defined_in) = body
+        (self.key, self.started_ns, listing, files, stamps, tagged, def_counts, sep, names, name_offs, kind_table,
+         kinds, lines, ends, sigs, sig_offs, depths, ref_table, ref_counts, ref_ids, ref_n, defined_in) = body
         self.files: list[str] = files
         self.stamps = _ints(stamps)
         self.tagged: bytes = tagged
         self._def_start = [0, *accumulate(_ints(def_counts))]
-        # Names and signatures as one string each, cut per file when read: no 80k str objects at load.
+        # Names and signatures as one string each (every one followed by `sep`, a character none of
+        # them contains), split per file when read: no 80k str objects at load.
+        self._sep: str = sep
         self._names: str = names
-        self._name_ends = _ints(name_ends)
+        self._name_offs = _ints(name_offs)
         self.defined_in: dict[str, set[str]] = defined_in  # name -> files, as the TagIndex has it
         self._kind_table: list[str] = kind_table
         self._kinds = _ints(kinds)
         self._lines, self._ends, self._depths = _ints(lines), _ints(ends), _ints(depths)
         self._sigs: str = sigs
-        self._sig_ends = _ints(sig_ends)
+        self._sig_offs = _ints(sig_offs)
         self._ref_table: list[str] = ref_table
         self._ref_start = [0, *accumulate(_ints(ref_counts))]
         self._ref_ids, self._ref_n = _ints(ref_ids), _ints(ref_n)
@@ -96,14 +98,16 @@ class Snapshot:
             listed, watched, watched_stamps = listing
             w = _ints(watched_stamps)
             self.listing = Listing(listed, watched, list(zip(w[0::2], w[1::2])))
-        n, n_defs, n_refs = len(files), len(self._name_ends), len(self._ref_ids)
+        n, n_defs, n_refs = len(files), len(self._lines), len(self._ref_ids)
         # A snapshot that passed its checksum is ours; these checks catch a writer bug, not an attacker.
         if not (len(self.stamps) == 2 * n and len(tagged) == n and len(self._def_start) == n + 1
                 and self._def_start[-1] == n_defs == len(self._kinds) == len(self._lines) == len(self._ends)
-                == len(self._sig_ends) == len(self._depths) and len(self._ref_start) == n + 1
+                == len(self._depths) and len(self._ref_start) == n + 1
                 and self._ref_start[-1] == n_refs == len(self._ref_n)
-                and (not n_defs or (max(self._kinds) < len(kind_table) and self._name_ends[-1] == len(names)
-                                    and self._sig_ends[-1] == len(sigs)))
+                and len(self._name_offs) == len(self._sig_offs) == n + 1 and len(sep) == 1
+                and self._name_offs[-1] == len(names) and self._sig_offs[-1] == len(sigs)
+                and names.count(sep) == sigs.count(sep) == n_defs
+                and (not n_defs or max(self._kinds) < len(kind_table))
                 and isinstance(defined_in, dict) and (not n_refs or max(self._ref_ids) < len(ref_table))):
             raise ValueError("inconsistent snapshot")
 
@@ -114,18 +118,15 @@ class Snapshot:
         """Whether a path stamped `current` now is as it was when the snapshot recorded it."""
         return current == recorded and recorded[0] < self.started_ns - RACY_NS
 
-    def _cut(self, text: str, ends: array, i: int) -> list[str]:
-        a, b = self._def_start[i], self._def_start[i + 1]
-        if a == b:
-            return []
-        start = ends[a - 1] if a else 0
-        return [text[s:e] for s, e in zip([start, *ends[a : b - 1]], ends[a:b])]
+    def _cut(self, text: str, offs: array, i: int) -> list[str]:
+        a, b = offs[i], offs[i + 1]
+        return text[a : b - 1].split(self._sep) if a < b else []
 
     def raw_defs(self, i: int) -> list[RawDef]:
         a, b = self._def_start[i], self._def_start[i + 1]
         kt = self._kind_table
-        return list(zip(self._cut(self._names, self._name_ends, i), [kt[k] for k in self._kinds[a:b]],
-                        self._lines[a:b], self._ends[a:b], self._cut(self._sigs, self._sig_ends, i), self._depths[a:b]))
+        return list(zip(self._cut(self._names, self._name_offs, i), map(kt.__getitem__, self._kinds[a:b]),
+                        self._lines[a:b], self._ends[a:b], self._cut(self._sigs, self._sig_offs, i), self._depths[a:b]))
 
     def defs(self, i: int) -> list[Definition]:
         return [Definition(*d) for d in self.raw_defs(i)]
@@ -134,7 +135,7 @@ class Snapshot:
         """(name, kind) of file i's definitions, without building them."""
         a, b = self._def_start[i], self._def_start[i + 1]
         kt = self._kind_table
-        return zip(self._cut(self._names, self._name_ends, i), [kt[k] for k in self._kinds[a:b]])
+        return zip(self._cut(self._names, self._name_offs, i), map(kt.__getitem__, self._kinds[a:b]))
 
     def raw_refs(self, i: int) -> dict[str, int]:
         a, b = self._ref_start[i], self._ref_start[i + 1]
@@ -194,9 +195,7 @@ def write(
     kind_pos: dict[str, int] = {}
     ref_pos: dict[str, int] = {}
     files, stamps, tagged, def_counts, names, kinds, lines, ends, sigs, depths = ([] for _ in range(10))
-    name_ends: list[int] = []
-    sig_ends: list[int] = []
-    name_len = sig_len = 0
+    name_offs, sig_offs = [0], [0]
     ref_counts: list[int] = []
     ref_ids: list[int] = []
     ref_n: list[int] = []
@@ -208,26 +207,29 @@ def write(
         def_counts.append(len(defs))
         for name, kind, line, end, sig, depth in defs:
             names.append(name)
-            name_len += len(name)
-            name_ends.append(name_len)
             kinds.append(kind_pos.setdefault(kind, len(kind_pos)))
             lines.append(line)
             ends.append(end)
             sigs.append(sig)
-            sig_len += len(sig)
-            sig_ends.append(sig_len)
             depths.append(depth)
+        name_offs.append(name_offs[-1] + sum(len(d[0]) + 1 for d in defs))
+        sig_offs.append(sig_offs[-1] + sum(len(d[4]) + 1 for d in defs))
         ref_counts.append(len(refs))
         for name, n in refs.items():
             ref_ids.append(ref_pos.setdefault(name, len(ref_pos)))
             ref_n.append(n)
+    # A separator no name or signature contains (a NUL in a signature is rare, but possible).
+    sep = next((c for c in "\x00\x01\x02\x03\x1f" if c not in "".join(names) and c not in "".join(sigs)), None)
+    if sep is None:
+        log.debug("repo-map snapshot not written: no free separator")
+        return
     listing_body = None
     if listing is not None:
         listing_body = (listing.files, listing.watched, _packed(v for s in listing.stamps for v in s))
     body = marshal.dumps((
-        key, started_ns, listing_body, files, _packed(stamps), bytes(tagged), _packed(def_counts), "".join(names),
-        _packed(name_ends), list(kind_pos), _packed(kinds), _packed(lines), _packed(ends), "".join(sigs),
-        _packed(sig_ends), _packed(depths), list(ref_pos), _packed(ref_counts), _packed(ref_ids), _packed(ref_n),
+        key, started_ns, listing_body, files, _packed(stamps), bytes(tagged), _packed(def_counts), sep,
+        "".join(n + sep for n in names), _packed(name_offs), list(kind_pos), _packed(kinds), _packed(lines),
+        _packed(ends), "".join(s + sep for s in sigs), _packed(sig_offs), _packed(depths), list(ref_pos), _packed(ref_counts), _packed(ref_ids), _packed(ref_n),
         {name: set(where) for name, where in defined_in.items()},
     ))
     import tempfile  # only when writing: its import costs a tenth of a warm load
