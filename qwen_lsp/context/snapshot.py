@@ -42,6 +42,7 @@ MAGIC = b"QWENSNAP"
 # marshal's format may change between Python versions: a snapshot is only read by the one that wrote it.
 _HEADER = MAGIC + f" {FORMAT} {sys.version_info[0]}.{sys.version_info[1]} {marshal.version}\n".encode()
 RACY_NS = 2_000_000_000  # covers file systems with 1-2 s timestamps
+MAX_SNAPSHOTS = 32  # workspaces kept; the least recently written go first (each is rebuilt on demand)
 
 Stamp = tuple[int, int]  # (st_mtime_ns, st_size)
 RawDef = tuple[str, str, int, int, str, int]  # Definition's fields in order
@@ -242,6 +243,7 @@ def write(
             out.write(_HEADER + zlib.crc32(body).to_bytes(4, "little") + body)
         os.replace(tmp, path)
         tmp = None
+        _evict(Path(path).parent, keep=Path(path).name)
     except OSError:
         log.debug("repo-map snapshot %s not written", path, exc_info=True)
     finally:
@@ -250,3 +252,16 @@ def write(
                 os.unlink(tmp)
             except OSError:
                 pass
+
+
+def _evict(folder: Path, keep: str) -> None:
+    """Delete the least recently written snapshots beyond MAX_SNAPSHOTS."""
+    try:
+        found = [(p.stat().st_mtime_ns, p) for p in folder.glob("*.snap") if p.name != keep]
+    except OSError:
+        return
+    for _, old in sorted(found)[: max(0, len(found) + 1 - MAX_SNAPSHOTS)]:
+        try:
+            old.unlink()
+        except OSError:  # another process got there first
+            pass

@@ -225,3 +225,15 @@ def test_the_language_server_loads_from_the_snapshot(project: Path, tmp_path: Pa
     live.load()
     assert (work.parsed, work.walks) == ([], 0)
     assert live.repo_map(1024, focus_files=FOCUS) == the_map(project, repomap.build_index(project))
+
+
+def test_old_snapshots_of_other_workspaces_are_evicted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(snapshot, "MAX_SNAPSHOTS", 3)
+    cache = tmp_path / "cache"
+    roots = [make_app(tmp_path / f"ws{i}") for i in range(5)]
+    for i, root in enumerate(roots):
+        repomap.build_index(root, cache_dir=cache)
+        when = time.time_ns() - (10 - i) * 1_000_000_000  # written in this order, whatever the clock's tick
+        os.utime(snap_file(cache, root), ns=(when, when))
+    kept = sorted(p.name for p in snap_file(cache, roots[0]).parent.iterdir())
+    assert kept == sorted(snap_file(cache, r).name for r in roots[2:])  # the three written last
