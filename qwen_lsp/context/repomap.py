@@ -47,8 +47,6 @@ class FileTags:
     """A file's definitions and reference counts. Tags from a workspace snapshot are built from its
     columns when first read, so loading a snapshot does not construct ~40k Definitions up front."""
 
-    __slots__ = ("_defs", "_refs", "_snap", "_pos")
-
     def __init__(self, defs: list[Definition], refs: Counter[str]) -> None:
         self._defs: list[Definition] | None = defs
         self._refs: Counter[str] | None = refs
