@@ -64,8 +64,7 @@ class WorkspaceIndex:
 
     def load(self) -> None:
         """Tags of every file (from the disk tag cache where unchanged). Call off the event loop."""
-        files = list_files(self.workspace)
-        index = build_index(self.workspace, cache_dir=self.cache_dir, files=files)
+        index = build_index(self.workspace, cache_dir=self.cache_dir)  # lists via the snapshot when unchanged
         stamps = {rel: s for rel in index.files if (s := self._stamp(rel)) is not None}
         with self._lock:
             pending = self._state.pending  # changes reported while loading still apply

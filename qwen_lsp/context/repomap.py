@@ -2,8 +2,9 @@
 PageRank personalised on the files of the request, rendered as signatures
 within a hard token budget.
 
-Tags are cached on disk per file, keyed by mtime and size, so a warm map of a
-large repository only stats its files. `.gitignore` files (nested ones too)
+Tags are cached on disk per file, keyed by mtime and size, and the whole index
+of a workspace in one snapshot file (snapshot.py), so a warm map of a large
+repository only stats its files and folders. `.gitignore` files (nested ones too)
 are honoured; binaries, huge files and files without a grammar are skipped."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -18,13 +20,15 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import pathspec
-
 from qwen_lsp.files import inside
-from qwen_lsp.context.treesitter import CONTAINER_KINDS, Definition, definitions, has_definitions, language_for, parse, references
+from qwen_lsp.context import snapshot
+from qwen_lsp.context.snapshot import Listing, Snapshot
+from qwen_lsp.context.treesitter import CONTAINER_KINDS, EXTENSIONS, Definition, definitions, has_definitions, language_for, parse, references
 from qwen_lsp.llm.tokens import count_tokens
 
 if TYPE_CHECKING:
+    import pathspec
+
     from qwen_lsp.context.ranking import RefGraph
 
 log = logging.getLogger(__name__)
@@ -40,10 +44,66 @@ ALWAYS_SKIP = {
 }
 
 
-@dataclass
 class FileTags:
-    defs: list[Definition]
-    refs: Counter[str]
+    """A file's definitions and reference counts. Tags from a workspace snapshot are built from its
+    columns when first read, so loading a snapshot does not construct ~40k Definitions up front."""
+
+    def __init__(self, defs: list[Definition], refs: Counter[str]) -> None:
+        self._defs: list[Definition] | None = defs
+        self._refs: Counter[str] | None = refs
+        self._snap: Snapshot | None = None
+        self._pos = -1
+
+    @classmethod
+    def _lazy(cls, snap: Snapshot, pos: int) -> FileTags:
+        tags = cls.__new__(cls)
+        tags._defs = tags._refs = None
+        tags._snap, tags._pos = snap, pos
+        return tags
+
+    @property
+    def defs(self) -> list[Definition]:
+        if self._defs is None:
+            assert self._snap is not None
+            self._defs = self._snap.defs(self._pos)  # two threads may both build it: the same list
+        return self._defs
+
+    @defs.setter
+    def defs(self, value: list[Definition]) -> None:
+        self._defs = value
+
+    @property
+    def refs(self) -> Counter[str]:
+        if self._refs is None:
+            assert self._snap is not None
+            self._refs = self._snap.refs(self._pos)
+        return self._refs
+
+    @refs.setter
+    def refs(self, value: Counter[str]) -> None:
+        self._refs = value
+
+    def _raw(self) -> tuple[list[tuple], dict[str, int]]:
+        """Plain tuples for the caches, straight from the snapshot when nothing was built yet."""
+        if self._snap is not None and self._defs is None and self._refs is None:
+            return self._snap.raw_defs(self._pos), self._snap.raw_refs(self._pos)
+        return [(d.name, d.kind, d.line, d.end_line, d.signature, d.depth) for d in self.defs], dict(self.refs)
+
+    def _names(self) -> Iterable[tuple[str, str]]:
+        """(name, kind) of each definition, without building them."""
+        if self._snap is not None and self._defs is None:
+            return self._snap.names(self._pos)
+        return [(d.name, d.kind) for d in self.defs]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FileTags):
+            return NotImplemented
+        return self.defs == other.defs and self.refs == other.refs
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass it replaces
+
+    def __repr__(self) -> str:
+        return f"FileTags(defs={self.defs!r}, refs={self.refs!r})"
 
     @cached_property
     def by_name(self) -> dict[str, list[Definition]]:
@@ -71,10 +131,25 @@ class TagIndex:
 
 def list_files(workspace: Path, *, max_files: int = MAX_FILES) -> list[str]:
     """Workspace-relative POSIX paths of source files with a grammar, honouring .gitignore files."""
+    return _walk(workspace, max_files=max_files).files
+
+
+def _walk(workspace: Path, *, max_files: int = MAX_FILES) -> Listing:
+    """`list_files`, with the stamps of every folder walked and .gitignore read (see snapshot.py)."""
+    import pathspec  # only for a walk: a warm load from the snapshot does without its import
+
     out: list[str] = []
+    watched: list[str] = []
+    stamps: list[snapshot.Stamp] = []
+    listing = Listing(out, watched, stamps)
     # (directory relative to the workspace, its compiled .gitignore), innermost last
     specs: list[tuple[str, pathspec.PathSpec]] = []
     root = Path(workspace)
+
+    def watch(rel: str, path: str) -> None:
+        st = snapshot.stamp(path)
+        watched.append(rel)
+        stamps.append(st if st is not None else (-1, -1))
 
     def ignored(rel: str, is_dir: bool) -> bool:
         verdict = False
@@ -90,15 +165,18 @@ def list_files(workspace: Path, *, max_files: int = MAX_FILES) -> list[str]:
     for dirpath, dirnames, filenames in os.walk(root):
         rel_dir = Path(dirpath).relative_to(root).as_posix()
         rel_dir = "" if rel_dir == "." else rel_dir
+        watch(rel_dir, dirpath)  # after os.walk listed it: a change in between is newer than the build start
         specs[:] = [(b, s) for b, s in specs if not b or rel_dir == b or rel_dir.startswith(b + "/")]
+        def join(name: str, prefix: str = rel_dir) -> str:
+            return f"{prefix}/{name}" if prefix else name
+
         if ".gitignore" in filenames:
+            watch(join(".gitignore"), os.path.join(dirpath, ".gitignore"))
             try:
                 lines = (Path(dirpath) / ".gitignore").read_text(errors="replace").splitlines()
                 specs.append((rel_dir, pathspec.GitIgnoreSpec.from_lines(lines)))
             except (OSError, ValueError):
                 pass
-        def join(name: str, prefix: str = rel_dir) -> str:
-            return f"{prefix}/{name}" if prefix else name
 
         dirnames[:] = sorted(d for d in dirnames if d not in ALWAYS_SKIP and not ignored(join(d), True))
         for name in sorted(filenames):
@@ -109,8 +187,8 @@ def list_files(workspace: Path, *, max_files: int = MAX_FILES) -> list[str]:
             if not ignored(rel, False):
                 out.append(rel)
                 if len(out) >= max_files:
-                    return out
-    return out
+                    return listing
+    return listing
 
 
 # --------------------------------------------------------------------------- tags
@@ -137,7 +215,7 @@ def _open_cache(cache_dir: Path | None):  # -> diskcache.Cache | None
 
 
 def _encode(tags: FileTags) -> tuple:
-    return ([(d.name, d.kind, d.line, d.end_line, d.signature, d.depth) for d in tags.defs], dict(tags.refs))
+    return tags._raw()
 
 
 def _decode(raw: tuple) -> FileTags:
@@ -146,49 +224,84 @@ def _decode(raw: tuple) -> FileTags:
 
 
 def build_index(workspace: Path, *, cache_dir: Path | None = None, files: Iterable[str] | None = None) -> TagIndex:
-    """Tags of every source file. Unchanged files (same mtime and size) come from the
-    disk cache; an unchanged workspace comes back whole from one cache entry."""
+    """Tags of every source file (`files`, or those `list_files` finds).
+
+    With a `cache_dir`, the workspace's snapshot (snapshot.py) gives back the listing and every
+    unchanged file's tags (same mtime and size) without reading them; a changed file comes from the
+    per-file disk cache or is parsed again, and the snapshot is then rewritten."""
     workspace = Path(workspace)
-    entries: list[tuple[str, int, int]] = []
-    listed = files is None
-    for rel in list_files(workspace) if listed else files:
-        # The workspace rule (files.inside), cheaply for walked files: the walk never enters a
-        # linked folder, so only a linked file can lead out of the workspace (or be a second name).
-        if os.path.islink(workspace / rel) if listed else inside(workspace, rel) != rel:
-            continue
-        try:
-            st = (workspace / rel).stat()
-        except OSError:
-            continue
-        if 0 < st.st_size <= MAX_FILE_BYTES:
-            entries.append((rel, st.st_mtime_ns, st.st_size))
-    fingerprint = hashlib.sha1(repr(entries).encode("utf-8", "surrogateescape")).hexdigest()
-    snapshot_key = f"snapshot\x00{os.path.abspath(workspace)}"
-    cache = _open_cache(cache_dir)
+    started_ns = time.time_ns()
+    ws = os.path.abspath(workspace)
+    key = _snapshot_key(ws)
+    path = snapshot.snapshot_path(cache_dir, workspace, CACHE_VERSION) if cache_dir is not None else None
+    snap = snapshot.load(path, key) if path is not None else None
+    walked = False
+    if files is None:
+        listing = _listing_if_unchanged(ws, snap)
+        if listing is None:
+            # The workspace rule (files.inside), cheaply for walked files: the walk never enters a
+            # linked folder, so only a linked file can lead out of the workspace (or be a second name).
+            listing, walked = _walk(workspace), True
+            listing.files = [rel for rel in listing.files if not os.path.islink(os.path.join(ws, rel))]
+        rels = listing.files
+    else:
+        listing = None
+        rels = [rel for rel in files if inside(workspace, rel) == rel]
+
+    known = {rel: i for i, rel in enumerate(snap.files)} if snap is not None else {}
+    tagged: dict[str, FileTags] = {}
+    entries: list[tuple[str, snapshot.Stamp, FileTags | None]] = []
+    hits, cache, cache_opened = 0, None, False
     try:
-        if cache is not None:
-            try:
-                snap = cache.get(snapshot_key)
-                if snap is not None and snap[0] == fingerprint:
-                    return _index_from({rel: _decode(raw) for rel, raw in snap[1].items()})
-            except Exception:
-                log.debug("repo-map snapshot unreadable; rebuilding", exc_info=True)
-                pass
-        tagged: dict[str, FileTags] = {}
-        for rel, mtime_ns, size in entries:
-            tags = _file_tags(workspace, rel, f"{os.path.abspath(workspace / rel)}\x00{mtime_ns}\x00{size}", cache)
+        prefix = os.path.join(ws, "")
+        for rel in rels:
+            st = snapshot.stamp(prefix + rel)
+            if st is None or not 0 < st[1] <= MAX_FILE_BYTES:
+                continue
+            i = known.get(rel)
+            if snap is not None and i is not None and snap.trusted(st, snap.stamp(i)):
+                tags = FileTags._lazy(snap, i) if snap.tagged[i] else None
+                hits += 1
+            else:
+                if not cache_opened:
+                    cache, cache_opened = _open_cache(cache_dir), True
+                tags = _file_tags(workspace, rel, f"{os.path.abspath(workspace / rel)}\x00{st[0]}\x00{st[1]}", cache)
             if tags is not None:
                 tagged[rel] = tags
-        if cache is not None:
-            try:
-                cache.set(snapshot_key, (fingerprint, {rel: _encode(t) for rel, t in tagged.items()}))
-            except Exception:
-                log.debug("repo-map snapshot not stored", exc_info=True)
-                pass
-        return _index_from(tagged)
+            entries.append((rel, st, tags))
     finally:
         if cache is not None:
             cache.close()
+    unchanged = snap is not None and hits == len(entries) == len(snap.files)
+    if unchanged:  # the same files with the same tags: the snapshot's name table is this index's
+        assert snap is not None
+        index = TagIndex(files=tagged, defined_in=defaultdict(set, snap.defined_in))
+    else:
+        index = _index_from(tagged)
+    if path is not None and (walked or not unchanged):  # a walk also renews the listing's stamps
+        if listing is None:  # files named by the caller: keep the listing the snapshot had, if still true
+            listing = _listing_if_unchanged(ws, snap)
+        snapshot.write(path, key, started_ns, listing,
+                       [(rel, st, *(t._raw() if t is not None else (None, None))) for rel, st, t in entries],
+                       index.defined_in)
+    return index
+
+
+def _snapshot_key(ws: str) -> str:
+    """The workspace and everything else the listing and tags depend on."""
+    config = repr((CACHE_VERSION, MAX_FILE_BYTES, MAX_FILES, sorted(ALWAYS_SKIP), sorted(EXTENSIONS.items())))
+    return f"{ws}\x00{hashlib.sha1(config.encode()).hexdigest()}"
+
+
+def _listing_if_unchanged(ws: str, snap: Snapshot | None) -> Listing | None:
+    """The snapshot's file listing when no folder it walked and no .gitignore it read changed."""
+    if snap is None or snap.listing is None:
+        return None
+    prefix = os.path.join(ws, "")
+    for rel, recorded in zip(snap.listing.watched, snap.listing.stamps):
+        if not snap.trusted(snapshot.stamp(prefix + rel if rel else ws), recorded):
+            return None
+    return snap.listing
 
 
 def _file_tags(workspace: Path, rel: str, key: str, cache) -> FileTags | None:
@@ -219,10 +332,11 @@ def _file_tags(workspace: Path, rel: str, key: str, cache) -> FileTags | None:
 
 def _index_from(tagged: dict[str, FileTags]) -> TagIndex:
     index = TagIndex(files=tagged)
+    defined_in = index.defined_in
     for rel, tags in tagged.items():
-        for d in tags.defs:
-            if d.kind != "impl":
-                index.defined_in[d.name].add(rel)
+        for name, kind in tags._names():
+            if kind != "impl":
+                defined_in[name].add(rel)
     return index
 
 

@@ -1,0 +1,267 @@
+"""One file per workspace holding its whole tag index, for one-shot processes (qfix, qwen-review,
+the language server's first load) to start warm in a few tens of milliseconds.
+
+The snapshot is columnar: every definition's fields in flat lists and packed integer arrays,
+every file's references as ids into one name table. `marshal` loads that in a few milliseconds
+(no per-definition objects); a file's `Definition`s and reference `Counter` are built only when
+something reads them (see `repomap.FileTags`). It is validated by stat stamps, never trusted
+blindly:
+
+- per file, (mtime_ns, size): a changed file falls back to the per-file tag cache or a re-parse;
+- per walked folder and per `.gitignore`, the same stamps: when none changed, neither did the
+  file listing (a folder's mtime changes whenever an entry is added, removed or renamed);
+- a stamp no older than the build that recorded it, minus `RACY_NS`, is not trusted (as git does
+  with its index): a file written in the same clock tick as the snapshot might change unseen.
+
+A snapshot that is corrupt, truncated, from another format or Python version, or for another
+workspace is ignored (and then rewritten). Writes go to a temporary file and `os.replace`, so
+two processes building at once each leave a whole snapshot."""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import logging
+import marshal
+import os
+import sys
+import zlib
+from array import array
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from itertools import accumulate
+from pathlib import Path
+
+from qwen_lsp.context.treesitter import Definition
+
+log = logging.getLogger(__name__)
+
+FORMAT = 3
+MAGIC = b"QWENSNAP"
+# marshal's format may change between Python versions: a snapshot is only read by the one that wrote it.
+_HEADER = MAGIC + f" {FORMAT} {sys.version_info[0]}.{sys.version_info[1]} {marshal.version}\n".encode()
+RACY_NS = 2_000_000_000  # covers file systems with 1-2 s timestamps
+MAX_SNAPSHOTS = 32  # workspaces kept; the least recently written go first (each is rebuilt on demand)
+
+Stamp = tuple[int, int]  # (st_mtime_ns, st_size)
+RawDef = tuple[str, str, int, int, str, int]  # Definition's fields in order
+
+
+def snapshot_path(cache_dir: Path, workspace: Path, version: int) -> Path:
+    key = hashlib.sha256(os.path.abspath(workspace).encode("utf-8", "surrogateescape")).hexdigest()[:32]
+    return Path(cache_dir) / f"repomap-snapshot-v{version}" / f"{key}.snap"
+
+
+def stamp(path: str) -> Stamp | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size)
+
+
+@dataclass
+class Listing:
+    """The files a walk found, with the stamps of what it read to find them (folders, .gitignores)."""
+
+    files: list[str]
+    watched: list[str]  # workspace-relative folders ("" is the root) and .gitignore files
+    stamps: list[Stamp]
+
+
+class Snapshot:
+    """A loaded snapshot. Per-file accessors take the file's position in `files`."""
+
+    def __init__(self, body: tuple) -> None:
+        (self.key, self.started_ns, listing, files, stamps, tagged, def_counts, sep, names, name_offs, kind_table,
+         kinds, lines, ends, sigs, sig_offs, depths, ref_table, ref_counts, ref_ids, ref_n, defined_in) = body
+        self.files: list[str] = files
+        self.stamps = _ints(stamps)
+        self.tagged: bytes = tagged
+        self._def_start = [0, *accumulate(_ints(def_counts))]
+        # Names and signatures as one string each (every one followed by `sep`, a character none of
+        # them contains), split per file when read: no 80k str objects at load.
+        self._sep: str = sep
+        self._names: str = names
+        self._name_offs = _ints(name_offs)
+        self.defined_in: dict[str, set[str]] = defined_in  # name -> files, as the TagIndex has it
+        self._kind_table: list[str] = kind_table
+        self._kinds = _ints(kinds)
+        self._lines, self._ends, self._depths = _ints(lines), _ints(ends), _ints(depths)
+        self._sigs: str = sigs
+        self._sig_offs = _ints(sig_offs)
+        self._ref_table: list[str] = ref_table
+        self._ref_start = [0, *accumulate(_ints(ref_counts))]
+        self._ref_ids, self._ref_n = _ints(ref_ids), _ints(ref_n)
+        self.listing: Listing | None = None
+        if listing is not None:
+            listed, watched, watched_stamps = listing
+            w = _ints(watched_stamps)
+            self.listing = Listing(listed, watched, list(zip(w[0::2], w[1::2])))
+        n, n_defs, n_refs = len(files), len(self._lines), len(self._ref_ids)
+        # A snapshot that passed its checksum is ours; these checks catch a writer bug, not an attacker.
+        if not (len(self.stamps) == 2 * n and len(tagged) == n and len(self._def_start) == n + 1
+                and self._def_start[-1] == n_defs == len(self._kinds) == len(self._lines) == len(self._ends)
+                == len(self._depths) and len(self._ref_start) == n + 1
+                and self._ref_start[-1] == n_refs == len(self._ref_n)
+                and len(self._name_offs) == len(self._sig_offs) == n + 1 and len(sep) == 1
+                and self._name_offs[-1] == len(names) and self._sig_offs[-1] == len(sigs)
+                and names.count(sep) == sigs.count(sep) == n_defs
+                and (not n_defs or max(self._kinds) < len(kind_table))
+                and isinstance(defined_in, dict) and (not n_refs or max(self._ref_ids) < len(ref_table))):
+            raise ValueError("inconsistent snapshot")
+
+    def stamp(self, i: int) -> Stamp:
+        return (self.stamps[2 * i], self.stamps[2 * i + 1])
+
+    def trusted(self, current: Stamp | None, recorded: Stamp) -> bool:
+        """Whether a path stamped `current` now is as it was when the snapshot recorded it."""
+        return current == recorded and recorded[0] < self.started_ns - RACY_NS
+
+    def _cut(self, text: str, offs: array, i: int) -> list[str]:
+        a, b = offs[i], offs[i + 1]
+        return text[a : b - 1].split(self._sep) if a < b else []
+
+    def raw_defs(self, i: int) -> list[RawDef]:
+        a, b = self._def_start[i], self._def_start[i + 1]
+        kt = self._kind_table
+        return list(zip(self._cut(self._names, self._name_offs, i), map(kt.__getitem__, self._kinds[a:b]),
+                        self._lines[a:b], self._ends[a:b], self._cut(self._sigs, self._sig_offs, i), self._depths[a:b]))
+
+    def defs(self, i: int) -> list[Definition]:
+        return [Definition(*d) for d in self.raw_defs(i)]
+
+    def names(self, i: int) -> Iterable[tuple[str, str]]:
+        """(name, kind) of file i's definitions, without building them."""
+        a, b = self._def_start[i], self._def_start[i + 1]
+        kt = self._kind_table
+        return zip(self._cut(self._names, self._name_offs, i), map(kt.__getitem__, self._kinds[a:b]))
+
+    def raw_refs(self, i: int) -> dict[str, int]:
+        a, b = self._ref_start[i], self._ref_start[i + 1]
+        return dict(zip(map(self._ref_table.__getitem__, self._ref_ids[a:b]), self._ref_n[a:b]))
+
+    def refs(self, i: int) -> Counter[str]:
+        out: Counter[str] = Counter()
+        dict.update(out, self.raw_refs(i))  # Counter(mapping) would add the counts one by one
+        return out
+
+
+def _ints(data: bytes) -> array:
+    out = array("q")
+    out.frombytes(data)
+    return out
+
+
+def _packed(values: Iterable[int]) -> bytes:
+    return array("q", values).tobytes()
+
+
+def load(path: Path, key: str) -> Snapshot | None:
+    """The snapshot at `path` if it is whole, in this format and for `key`; else None."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return None
+    try:
+        if not data.startswith(_HEADER) or len(data) < len(_HEADER) + 4:
+            return None
+        body = memoryview(data)[len(_HEADER) + 4 :]
+        if zlib.crc32(body) != int.from_bytes(data[len(_HEADER) : len(_HEADER) + 4], "little"):
+            return None
+        # Tens of thousands of new containers at once would set off the cyclic GC several times over
+        # (up to half the load time in a new process); marshal makes no cycles to collect.
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            raw = marshal.loads(body)
+        finally:
+            if enabled:
+                gc.enable()
+        snap = Snapshot(raw)
+        return snap if snap.key == key else None
+    except Exception:  # anything unexpected in a cache file: rebuild rather than fail
+        log.debug("repo-map snapshot %s unreadable; ignored", path, exc_info=True)
+        return None
+
+
+def write(
+    path: Path, key: str, started_ns: int, listing: Listing | None,
+    entries: Sequence[tuple[str, Stamp, Sequence[RawDef] | None, dict[str, int] | None]],
+    defined_in: dict[str, set[str]],
+) -> None:
+    """Store `entries` (path, stamp, definitions and reference counts, or None for a file without
+    tags) atomically at `path`. Failure to write is logged, never raised: it only costs speed."""
+    kind_pos: dict[str, int] = {}
+    ref_pos: dict[str, int] = {}
+    files, stamps, tagged, def_counts, names, kinds, lines, ends, sigs, depths = ([] for _ in range(10))
+    name_offs, sig_offs = [0], [0]
+    ref_counts: list[int] = []
+    ref_ids: list[int] = []
+    ref_n: list[int] = []
+    for rel, st, defs, refs in entries:
+        files.append(rel)
+        stamps.extend(st)
+        tagged.append(defs is not None)
+        defs, refs = defs or (), refs or {}
+        def_counts.append(len(defs))
+        for name, kind, line, end, sig, depth in defs:
+            names.append(name)
+            kinds.append(kind_pos.setdefault(kind, len(kind_pos)))
+            lines.append(line)
+            ends.append(end)
+            sigs.append(sig)
+            depths.append(depth)
+        name_offs.append(name_offs[-1] + sum(len(d[0]) + 1 for d in defs))
+        sig_offs.append(sig_offs[-1] + sum(len(d[4]) + 1 for d in defs))
+        ref_counts.append(len(refs))
+        for name, n in refs.items():
+            ref_ids.append(ref_pos.setdefault(name, len(ref_pos)))
+            ref_n.append(n)
+    # A separator no name or signature contains (a NUL in a signature is rare, but possible).
+    sep = next((c for c in "\x00\x01\x02\x03\x1f" if c not in "".join(names) and c not in "".join(sigs)), None)
+    if sep is None:
+        log.debug("repo-map snapshot not written: no free separator")
+        return
+    listing_body = None
+    if listing is not None:
+        listing_body = (listing.files, listing.watched, _packed(v for s in listing.stamps for v in s))
+    body = marshal.dumps((
+        key, started_ns, listing_body, files, _packed(stamps), bytes(tagged), _packed(def_counts), sep,
+        "".join(n + sep for n in names), _packed(name_offs), list(kind_pos), _packed(kinds), _packed(lines),
+        _packed(ends), "".join(s + sep for s in sigs), _packed(sig_offs), _packed(depths), list(ref_pos), _packed(ref_counts), _packed(ref_ids), _packed(ref_n),
+        {name: set(where) for name, where in defined_in.items()},
+    ))
+    import tempfile  # only when writing: its import costs a tenth of a warm load
+
+    tmp = None
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=Path(path).parent, prefix=".snap-")
+        with os.fdopen(fd, "wb") as out:
+            out.write(_HEADER + zlib.crc32(body).to_bytes(4, "little") + body)
+        os.replace(tmp, path)
+        tmp = None
+        _evict(Path(path).parent, keep=Path(path).name)
+    except OSError:
+        log.debug("repo-map snapshot %s not written", path, exc_info=True)
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+
+def _evict(folder: Path, keep: str) -> None:
+    """Delete the least recently written snapshots beyond MAX_SNAPSHOTS."""
+    try:
+        found = [(p.stat().st_mtime_ns, p) for p in folder.glob("*.snap") if p.name != keep]
+    except OSError:
+        return
+    for _, old in sorted(found)[: max(0, len(found) + 1 - MAX_SNAPSHOTS)]:
+        try:
+            old.unlink()
+        except OSError:  # another process got there first
+            pass

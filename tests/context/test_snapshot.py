@@ -1,0 +1,239 @@
+"""The workspace snapshot (context/snapshot.py): a one-shot process gets back exactly the index a cold
+build gives, picks up whatever changed since, and survives a bad snapshot file."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from qwen_lsp.context import ranking, repomap, snapshot
+from qwen_lsp.context.index import WorkspaceIndex
+from tests.context.helpers import make_app, write
+
+FOCUS = ["app/views.py"]
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = make_app(tmp_path / "proj")
+    write(root, ".gitignore", "build/\n")
+    write(root, "build/gen.py", "def generated():\n    pass\n")
+    write(root, "app/blob.py", b"\x00\x01binary")  # listed, never tagged
+    write(root, "web/main.ts", "export function boot(): void {}\n")
+    backdate(root)
+    return root
+
+
+def backdate(root: Path, seconds: int = 60) -> None:
+    """Every file and folder last changed a minute ago: past the snapshot's racy window."""
+    when = time.time_ns() - seconds * 1_000_000_000
+    for dirpath, _, filenames in os.walk(root):
+        for name in filenames:
+            os.utime(os.path.join(dirpath, name), ns=(when, when))
+        os.utime(dirpath, ns=(when, when))
+
+
+class Work:
+    """What a build did besides reading the snapshot: files parsed, per-file cache opened."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.parsed: list[str] = []
+        self.cache_opened = 0
+        self.walks = 0
+        extract, open_cache, walk = repomap.extract_tags, repomap._open_cache, repomap._walk
+
+        def counting_extract(text: str, lang: str):
+            self.parsed.append(text.splitlines()[0] if text else "")
+            return extract(text, lang)
+
+        def counting_open(cache_dir):
+            self.cache_opened += 1
+            return open_cache(cache_dir)
+
+        def counting_walk(*args, **kwargs):
+            self.walks += 1
+            return walk(*args, **kwargs)
+
+        monkeypatch.setattr(repomap, "extract_tags", counting_extract)
+        monkeypatch.setattr(repomap, "_open_cache", counting_open)
+        monkeypatch.setattr(repomap, "_walk", counting_walk)
+
+    def reset(self) -> None:
+        self.parsed.clear()
+        self.cache_opened = self.walks = 0
+
+
+def contents(index: repomap.TagIndex) -> tuple[dict, dict]:
+    return ({rel: (t.defs, t.refs) for rel, t in index.files.items()},
+            {name: set(files) for name, files in index.defined_in.items() if files})
+
+
+def the_map(root: Path, index: repomap.TagIndex) -> str:
+    imported = ranking.imported_names((root / FOCUS[0]).read_text(), "python")
+    return repomap.repo_map(root, 1024, focus_files=FOCUS, index=index, imported=imported)
+
+
+def snap_file(cache: Path, root: Path) -> Path:
+    return snapshot.snapshot_path(cache, root, repomap.CACHE_VERSION)
+
+
+def test_a_warm_build_comes_whole_from_the_snapshot_and_equals_a_cold_one(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = tmp_path / "cache"
+    cold = repomap.build_index(project)  # no cache at all
+    repomap.build_index(project, cache_dir=cache)
+    assert snap_file(cache, project).is_file()
+    work = Work(monkeypatch)
+    warm = repomap.build_index(project, cache_dir=cache)
+    assert (work.parsed, work.cache_opened, work.walks) == ([], 0, 0)  # no parse, no per-file cache, no walk
+    assert contents(warm) == contents(cold)
+    assert sorted(warm.files) == ["app/billing.py", "app/models.py", "app/util.py", "app/views.py", "web/main.ts"]
+    assert warm.lookup("User") == cold.lookup("User")
+    assert the_map(project, warm) == the_map(project, cold)
+
+
+def test_the_map_is_byte_identical_in_a_new_process_reading_the_snapshot(project: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    repomap.build_index(project, cache_dir=cache)
+    script = (
+        "import sys; from pathlib import Path; from qwen_lsp.context import ranking, repomap\n"
+        "root, cache = Path(sys.argv[1]), Path(sys.argv[2])\n"
+        "index = repomap.build_index(root, cache_dir=cache)\n"
+        "imported = ranking.imported_names((root / 'app/views.py').read_text(), 'python')\n"
+        "sys.stdout.buffer.write(repomap.repo_map(root, 1024, focus_files=['app/views.py'], index=index,"
+        " imported=imported).encode())\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    out = subprocess.run([sys.executable, "-c", script, str(project), str(cache)], env=env, check=True,
+                         capture_output=True).stdout
+    expected = the_map(project, repomap.build_index(project))
+    assert "class User" in expected
+    assert out == expected.encode()
+
+
+def test_changed_added_and_deleted_files_are_picked_up(project: Path, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = tmp_path / "cache"
+    repomap.build_index(project, cache_dir=cache)
+    work = Work(monkeypatch)
+    write(project, "app/util.py", "def slugify(s):\n    return s.lower()\n\n\ndef unslug(s):\n    return s\n")
+    write(project, "app/extra.py", "class Invoice:\n    pass\n")
+    (project / "app/billing.py").unlink()
+    warm = repomap.build_index(project, cache_dir=cache)
+    assert sorted(work.parsed) == ["class Invoice:", "def slugify(s):"]  # only what changed is parsed
+    assert contents(warm) == contents(repomap.build_index(project))
+    assert "app/billing.py" not in warm.files and warm.defined_in["Invoice"] == {"app/extra.py"}
+    assert [d.name for d in warm.files["app/util.py"].defs] == ["slugify", "unslug"]
+    # The rewritten snapshot has all of it: once the changes are old enough to trust, nothing is parsed.
+    backdate(project, 30)
+    repomap.build_index(project, cache_dir=cache)
+    work.reset()
+    again = repomap.build_index(project, cache_dir=cache)
+    assert (work.parsed, work.cache_opened, work.walks) == ([], 0, 0)
+    assert contents(again) == contents(warm)
+
+
+def test_a_change_within_the_snapshot_clock_tick_is_not_trusted(project: Path, tmp_path: Path) -> None:
+    # Folders (and files) stamped just before the snapshot was built may change again with the
+    # same stamp, as a coarse clock allows: such stamps are never trusted.
+    cache = tmp_path / "cache"
+    app = project / "app"
+    write(project, "app/late.py", "def late():\n    pass\n")
+    recorded = app.stat().st_mtime_ns  # now: inside the racy window of the build below
+    repomap.build_index(project, cache_dir=cache)
+    write(project, "app/later.py", "def later():\n    pass\n")
+    os.utime(app, ns=(recorded, recorded))  # the folder's stamp does not show the new entry
+    assert "later" in repomap.build_index(project, cache_dir=cache).defined_in
+
+
+def test_an_edited_gitignore_changes_the_listing(project: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    assert "build/gen.py" not in repomap.build_index(project, cache_dir=cache).files
+    (project / ".gitignore").write_text("dist/\n")  # edited in place: the folder's stamp stays
+    assert "build/gen.py" in repomap.build_index(project, cache_dir=cache).files
+
+
+@pytest.mark.parametrize("damage", ["truncated", "flipped byte", "garbage", "empty", "old format", "other workspace"])
+def test_a_bad_snapshot_is_ignored_and_rebuilt(project: Path, tmp_path: Path, damage: str) -> None:
+    cache = tmp_path / "cache"
+    expected = contents(repomap.build_index(project))
+    repomap.build_index(project, cache_dir=cache)
+    path = snap_file(cache, project)
+    data = path.read_bytes()
+    if damage == "truncated":
+        path.write_bytes(data[: len(data) // 2])
+    elif damage == "flipped byte":
+        path.write_bytes(data[:-10] + bytes([data[-10] ^ 0xFF]) + data[-9:])
+    elif damage == "garbage":
+        path.write_bytes(os.urandom(len(data)))
+    elif damage == "empty":
+        path.write_bytes(b"")
+    elif damage == "old format":
+        path.write_bytes(data.replace(f"QWENSNAP {snapshot.FORMAT} ".encode(), b"QWENSNAP 0 ", 1))
+    else:  # another workspace's snapshot under this one's name (a hash collision, a copied cache)
+        other = make_app(tmp_path / "other")
+        write(other, "app/only_there.py", "def only_there():\n    pass\n")
+        repomap.build_index(other, cache_dir=cache)
+        path.write_bytes(snap_file(cache, other).read_bytes())
+    assert contents(repomap.build_index(project, cache_dir=cache)) == expected
+    assert snapshot.load(path, repomap._snapshot_key(os.path.abspath(project))) is not None  # rewritten whole
+
+
+def test_builds_racing_each_other_leave_a_whole_snapshot(project: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    for i in range(30):
+        write(project, f"gen/mod{i}.py", f"def func_{i}(a):\n    return a\n")
+    backdate(project)
+    expected = contents(repomap.build_index(project))
+    results: list[tuple] = []
+    threads = [threading.Thread(target=lambda: results.append(contents(repomap.build_index(project, cache_dir=cache))))
+               for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == [expected] * 4
+    assert [p.name for p in snap_file(cache, project).parent.iterdir()] == [snap_file(cache, project).name]  # no temp left
+    assert contents(repomap.build_index(project, cache_dir=cache)) == expected
+
+
+def test_files_named_by_the_caller_use_the_snapshot_too(project: Path, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = tmp_path / "cache"
+    repomap.build_index(project, cache_dir=cache)
+    work = Work(monkeypatch)
+    some = repomap.build_index(project, cache_dir=cache, files=["app/models.py", "app/views.py"])
+    assert sorted(some.files) == ["app/models.py", "app/views.py"] and work.parsed == []
+    work.reset()
+    whole = repomap.build_index(project, cache_dir=cache)  # the listing survived the partial rewrite
+    assert work.walks == 0 and len(whole.files) == 5
+
+
+def test_the_language_server_loads_from_the_snapshot(project: Path, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = tmp_path / "cache"
+    repomap.build_index(project, cache_dir=cache)  # an earlier qfix run
+    work = Work(monkeypatch)
+    live = WorkspaceIndex(project, cache_dir=cache)
+    live.load()
+    assert (work.parsed, work.walks) == ([], 0)
+    assert live.repo_map(1024, focus_files=FOCUS) == the_map(project, repomap.build_index(project))
+
+
+def test_old_snapshots_of_other_workspaces_are_evicted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(snapshot, "MAX_SNAPSHOTS", 3)
+    cache = tmp_path / "cache"
+    roots = [make_app(tmp_path / f"ws{i}") for i in range(5)]
+    for i, root in enumerate(roots):
+        repomap.build_index(root, cache_dir=cache)
+        when = time.time_ns() - (10 - i) * 1_000_000_000  # written in this order, whatever the clock's tick
+        os.utime(snap_file(cache, root), ns=(when, when))
+    kept = sorted(p.name for p in snap_file(cache, roots[0]).parent.iterdir())
+    assert kept == sorted(snap_file(cache, r).name for r in roots[2:])  # the three written last
