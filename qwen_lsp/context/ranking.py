@@ -60,7 +60,7 @@ def build_graph(index: TagIndex) -> RefGraph:
     referrers: Counter[str] = Counter()
     for tags in index.files.values():
         referrers.update(tags.refs.keys())
-    top_level = {d.name for tags in index.files.values() for d in tags.defs if d.depth == 0}
+    top_level = {name for tags in index.files.values() for name, _kind, depth in tags.outline() if depth == 0}
     methods_only = index.defined_in.keys() - top_level
     factor: dict[str, tuple[float, list[int]]] = {}
     for name, definers in index.defined_in.items():

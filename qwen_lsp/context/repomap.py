@@ -89,11 +89,12 @@ class FileTags:
             return self._snap.raw_defs(self._pos), self._snap.raw_refs(self._pos)
         return [(d.name, d.kind, d.line, d.end_line, d.signature, d.depth) for d in self.defs], dict(self.refs)
 
-    def _names(self) -> Iterable[tuple[str, str]]:
-        """(name, kind) of each definition, without building them."""
+    def outline(self) -> Iterable[tuple[str, str, int]]:
+        """(name, kind, depth) of each definition, without building them (what indexing and the
+        reference graph need: a one-shot process never builds the ~40k Definitions of a big repo)."""
         if self._snap is not None and self._defs is None:
             return self._snap.names(self._pos)
-        return [(d.name, d.kind) for d in self.defs]
+        return [(d.name, d.kind, d.depth) for d in self.defs]
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, FileTags):
@@ -334,7 +335,7 @@ def _index_from(tagged: dict[str, FileTags]) -> TagIndex:
     index = TagIndex(files=tagged)
     defined_in = index.defined_in
     for rel, tags in tagged.items():
-        for name, kind in tags._names():
+        for name, kind, _depth in tags.outline():
             if kind != "impl":
                 defined_in[name].add(rel)
     return index

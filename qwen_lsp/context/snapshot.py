@@ -132,11 +132,11 @@ class Snapshot:
     def defs(self, i: int) -> list[Definition]:
         return [Definition(*d) for d in self.raw_defs(i)]
 
-    def names(self, i: int) -> Iterable[tuple[str, str]]:
-        """(name, kind) of file i's definitions, without building them."""
+    def names(self, i: int) -> Iterable[tuple[str, str, int]]:
+        """(name, kind, depth) of file i's definitions, without building them."""
         a, b = self._def_start[i], self._def_start[i + 1]
         kt = self._kind_table
-        return zip(self._cut(self._names, self._name_offs, i), map(kt.__getitem__, self._kinds[a:b]))
+        return zip(self._cut(self._names, self._name_offs, i), map(kt.__getitem__, self._kinds[a:b]), self._depths[a:b])
 
     def raw_refs(self, i: int) -> dict[str, int]:
         a, b = self._ref_start[i], self._ref_start[i + 1]
