@@ -10,7 +10,7 @@ keeps working once it is back. Run with -s to see the time each flow took.
 
 Needs code-server (`bash scripts/code-server`, run by scripts/test), Debian's chromium and the PyPI
 `playwright` package; each missing piece skips the tier saying which. Screenshots of every step are
-kept in a temp dir named in the failure message.
+kept in a temp dir named in the failure message (or always, with QWEN_LSP_KEEP_SCREENSHOTS=1).
 """
 
 from __future__ import annotations
@@ -270,7 +270,9 @@ def session(vsix: Path) -> Iterator[Session]:
         double.stop()
     if session is not None:
         print("\nflow timings (s):", json.dumps({k: round(v, 1) for k, v in session.timings.items()}))
-        if not session.failed:
+        if session.failed or os.environ.get("QWEN_LSP_KEEP_SCREENSHOTS"):
+            print(f"screenshots and logs kept in {root}")
+        else:
             shutil.rmtree(root, ignore_errors=True)
 
 
