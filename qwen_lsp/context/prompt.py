@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 from qwen_lsp.context.frames import Frame, parse_output, primary_frame, strip_ansi, truncate_output
 from qwen_lsp.context.git_context import git_context, render_git
 from qwen_lsp.context.index import WorkspaceIndex
+from qwen_lsp.context.ranking import focus_imports
 from qwen_lsp.context.repomap import TagIndex, build_index, repo_map
 from qwen_lsp.context.source import fence_language, read_source, referenced_names, render_context, render_snippet, source_context
 from qwen_lsp.context.treesitter import language_for
@@ -125,7 +126,9 @@ def assemble(
         else:
             sections["repo_map"] = (
                 repo_map(workspace, max(0, map_budget - 8), focus_files=focus_files, mentioned=mentioned,
-                         exclude=exclude, index=index)
+                         exclude=exclude, index=index,
+                         imported=focus_imports([f for f in focus_files if f in index.files],
+                                                lambda rel: read_source(workspace, rel, read_file)))
                 if index is not None else ""
             )
     except Exception:

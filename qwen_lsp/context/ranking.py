@@ -10,13 +10,13 @@ import dataclasses
 import math
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
 
 from qwen_lsp.context.repomap import MAX_DEFINERS, FileTags, TagIndex
-from qwen_lsp.context.treesitter import Definition, imports
+from qwen_lsp.context.treesitter import Definition, imports, language_for
 
 # Names that every codebase calls through builtins or the methods of builtin types: a call to
 # `x.join()` or `dict()` says nothing about which of the workspace's `join`s or `dict`s is meant.
@@ -178,6 +178,17 @@ def imported_names(text: str, lang: str) -> set[str]:
 
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def focus_imports(focus: Iterable[str], read: Callable[[str], str | None]) -> frozenset[str]:
+    """Names the focus files import, read through `read` (buffers first): what they really use."""
+    names: set[str] = set()
+    for rel in focus:
+        lang = language_for(rel)
+        text = read(rel) if lang is not None else None
+        if text:
+            names |= imported_names(text, lang)
+    return frozenset(names)
 
 
 def rank_definitions(

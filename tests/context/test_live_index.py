@@ -99,3 +99,26 @@ def test_the_map_is_memoised_until_something_changes(project: Path) -> None:
     assert live.graph() is graph
     live.set_text("app/billing.py", (project / "app/billing.py").read_text() + "\n# note\n")
     assert live.graph() is not graph
+
+
+def test_a_one_shot_prompt_ranks_what_the_focus_file_imports_as_the_language_server_does(tmp_path: Path) -> None:
+    # qfix and qwen-review assemble without a live index: their map must weigh imported names the
+    # same way, or a one-letter class imported by name (Django's Q) loses to whatever else is used.
+    from qwen_lsp.context.prompt import assemble
+    from qwen_lsp.settings import Budgets, Settings
+    from qwen_lsp.types import Task, TaskKind
+
+    root = tmp_path / "proj"
+    write(root, "db/query.py", "class Q:\n    pass\n\nclass Manager:\n    pass\n")
+    write(root, "app.py", "from db.query import Q\nimport db.query\n\n\ndef run():\n    db.query.Manager()\n    return Q()\n")
+    settings = Settings(cache_dir=tmp_path / "cache", budgets=Budgets(repo_map=22))  # room for one class
+    task = Task(kind=TaskKind.diagnostic, description="bug", path="app.py", start_line=7, end_line=7)
+    live = WorkspaceIndex(root)
+
+    def map_of(**kwargs) -> str:
+        user = assemble(task, root, settings, system="s", tools=[], **kwargs).messages[1]["content"]
+        return user.split("# Repository map", 1)[1].split("# Git context", 1)[0]
+
+    one_shot, served = map_of(), map_of(live=live)
+    assert "class Q:" in one_shot and "class Manager" not in one_shot
+    assert one_shot == served
