@@ -11,6 +11,7 @@ Figures only, no pass/fail.
 from __future__ import annotations
 
 import argparse
+import re
 import statistics
 import subprocess
 import sys
@@ -21,6 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from qwen_lsp.context.ranking import GENERIC_NAMES, focus_imports
+from qwen_lsp.context.treesitter import imports
 from qwen_lsp.context.repomap import build_index, list_files, repo_map
 from qwen_lsp.types import Task, TaskKind
 from qwen_lsp.context.prompt import assemble
@@ -105,7 +108,9 @@ def main() -> None:
             index = build_index(root, cache_dir=cache)
             warm_times.append(time.perf_counter() - t)
         t = time.perf_counter()
-        text = repo_map(root, budget.repo_map, focus_files=["django/db/models/query.py"], index=index)
+        focus = "django/db/models/query.py"
+        imported = focus_imports([focus], lambda rel: (root / rel).read_text())
+        text = repo_map(root, budget.repo_map, focus_files=[focus], index=index, imported=imported, exclude=[focus])
         t_rank = time.perf_counter() - t
         n_defs = sum(len(v.defs) for v in index.files.values())
         lines = sum((root / f).read_bytes().count(b"\n") for f in files)
@@ -118,6 +123,16 @@ def main() -> None:
         figure("repo-map tags cold", t_cold, "s")
         figure("repo-map tags warm", statistics.median(warm_times), "s")
         figure("rank + render map", t_rank, "s")
+        # Map quality: the workspace's classes and functions that query.py imports by name, and
+        # definitions shown that are named like builtins (calls to those are almost never to them).
+        stmts = [s for s in imports((root / focus).read_text(), "python") if s.startswith("from django")]
+        wanted = {n.split(" as ")[0].strip(" ()\\") for s in stmts for n in s.split(" import ", 1)[1].replace("\n", " ").split(",")}
+        wanted &= index.defined_in.keys()
+        shown = {m.group(1) for m in re.finditer(r"(?:class|def) (\w+)", text)}
+        print(f"query.py imports {len(wanted)} of Django's names by name; the map shows {len(wanted & shown)}"
+              f" (missing: {', '.join(sorted(wanted - shown))})")
+        print(f"builtin-like names among the map's {len(shown)} definitions: {', '.join(sorted(shown & GENERIC_NAMES))}")
+        figure("query.py imports shown in the map", len(wanted & shown), f"of {len(wanted)}")
         print()
         print(f"{'request':<12} {'ms/assemble':>12} {'total tok':>10} {'budget':>7}  sections (tokens)")
         for task in requests(root, index):
