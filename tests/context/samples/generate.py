@@ -339,6 +339,19 @@ CASES: dict[str, dict] = {
 }
 
 
+def write_sample(out_dir: Path, files: dict[str, str], output: str, meta: dict) -> None:
+    """One sample directory: the workspace files (as `.sample`, so no tool picks them up), the
+    captured output and what produced it. Replaces what was there."""
+    if out_dir.exists():
+        shutil.rmtree(out_dir)
+    for rel, text in files.items():
+        p = out_dir / "ws" / (rel + ".sample")
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    (out_dir / "output.txt").write_text(output)
+    (out_dir / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+
+
 def run_case(name: str, case: dict) -> None:
     work = Path(tempfile.mkdtemp(prefix=f"qls-{name}-"))
     try:
@@ -354,17 +367,9 @@ def run_case(name: str, case: dict) -> None:
             print(f"skip {name}: {exc}")
             return
         output = proc.stdout.replace(str(work), "@WS@")  # one pipe: the order a terminal shows
-        out_dir = HERE / name
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        for rel, text in case["files"].items():
-            p = out_dir / "ws" / (rel + ".sample")
-            p.parent.mkdir(parents=True, exist_ok=True)
-            p.write_text(text)
-        (out_dir / "output.txt").write_text(output)
         meta = {"command": " ".join(case["cmd"]).replace(str(VENV_PY), "python").replace(str(TOOLS), "$TOOLS"),
                 "cwd": case.get("cwd", "."), "exit_code": proc.returncode}
-        (out_dir / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+        write_sample(HERE / name, case["files"], output, meta)
         print(f"{name}: exit {proc.returncode}, {len(output.splitlines())} lines")
     finally:
         shutil.rmtree(work, ignore_errors=True)

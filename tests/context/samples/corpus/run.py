@@ -17,7 +17,6 @@ and keep their committed files. Not run by the tests.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -29,8 +28,10 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 SAMPLES = HERE.parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(SAMPLES))
 
 from cases import CASES, TOOLS
+from generate import write_sample  # noqa: E402  (tests/context/samples/generate.py)
 
 
 def expected(case: dict) -> tuple[str, int]:
@@ -84,14 +85,6 @@ def run_case(name: str, case: dict) -> None:
         if not output.strip():
             print(f"skip {name}: no output")
             return
-        out_dir = SAMPLES / name
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        for rel, text in case["files"].items():
-            p = out_dir / "ws" / (rel + ".sample")
-            p.parent.mkdir(parents=True, exist_ok=True)
-            p.write_text(text)
-        (out_dir / "output.txt").write_text(output)
         path, line = expected({**case, "name": name})
         meta = {
             "toolchain": case["toolchain"],
@@ -105,7 +98,7 @@ def run_case(name: str, case: dict) -> None:
             "note": case.get("note"),
             "batch": case.get("batch"),
         }
-        (out_dir / "meta.json").write_text(json.dumps({k: v for k, v in meta.items() if v is not None}, indent=2) + "\n")
+        write_sample(SAMPLES / name, case["files"], output, {k: v for k, v in meta.items() if v is not None})
         print(f"{name}: {len(output.splitlines())} lines")
     finally:
         shutil.rmtree(base, ignore_errors=True)
