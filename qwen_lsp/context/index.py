@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from qwen_lsp.context.git_context import GitCache
-from qwen_lsp.context.ranking import RefGraph, build_graph, imported_names, tags_shape, update_graph
+from qwen_lsp.context.ranking import RefGraph, build_graph, focus_imports, tags_shape, update_graph
 from qwen_lsp.context.repomap import MAX_FILE_BYTES, FileTags, TagIndex, build_index, extract_tags, list_files, repo_map
 from qwen_lsp.context.treesitter import language_for
 
@@ -199,14 +199,13 @@ class WorkspaceIndex:
     def _imported(self, focus: tuple[str, ...], index: TagIndex, read_file) -> frozenset[str]:
         """Names the focus files import (what they really use), cached per file and version."""
         names: set[str] = set()
+        read = read_file if read_file is not None else self._read
         for rel in focus:
-            lang = language_for(rel)
-            if lang is None or rel not in index.files:
+            if rel not in index.files:
                 continue
             key = (rel, self._index_version)
             if key not in self._imports:
-                text = read_file(rel) if read_file is not None else self._read(rel)
-                self._imports[key] = frozenset(imported_names(text, lang)) if text else frozenset()
+                self._imports[key] = focus_imports([rel], read)
             names |= self._imports[key]
         return frozenset(names)
 

@@ -80,7 +80,10 @@ class Engine:
         return built.model_copy(deep=True)
 
     async def prefetch(self, task: Task, workspace: Path, read_buffer: BufferReader | None, stamp: Hashable) -> None:
-        """Assemble `task`'s prompt now, so that a fix of it with the same `stamp` finds it ready."""
+        """Assemble `task`'s prompt now, so that a fix of it with the same `stamp` finds it ready.
+        Only once the model server has answered: moving the cursor never sends it a request."""
+        if self.client.known_info is None:
+            return
         overlay = Overlay(workspace, read_buffer, protected=(self.settings.cache_dir,))
         try:
             await self.prompt(task, overlay.root, overlay.read, stamp)

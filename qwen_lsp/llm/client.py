@@ -123,6 +123,11 @@ class ModelClient:
     async def close(self) -> None:
         await self._oai.close()
 
+    @property
+    def known_info(self) -> ServerInfo | None:
+        """What `info` learnt, without asking: None until the server has answered once."""
+        return self._info
+
     async def info(self) -> ServerInfo:
         """Model id and max_model_len from GET /v1/models (asked once)."""
         if self._info is None:

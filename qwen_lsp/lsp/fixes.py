@@ -19,6 +19,8 @@ from qwen_lsp.lsp.engine_thread import ModelUnavailable
 from qwen_lsp.types import FixResult, ShellSuggestion, Task, TaskKind
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from qwen_lsp.lsp.server import QwenLanguageServer
     from qwen_lsp.lsp.workspace import BufferSnapshot
 
@@ -52,13 +54,7 @@ class Fixes:
         snapshot = server.folders.snapshot(root)
         versions: dict[str, int | None] = {}
         stamp = buffers_stamp(snapshot)
-
-        def read_buffer(rel: str) -> str | None:  # engine thread: reads the snapshot only
-            entry = snapshot.get(rel)
-            if entry is None:
-                return None
-            versions.setdefault(rel, entry.version)
-            return entry.text
+        read_buffer = snapshot_reader(snapshot, versions)
 
         async with server.activity.progress(title) as report:
 
@@ -88,13 +84,10 @@ class Fixes:
         live_index = server.indexes.for_root(root)
         snapshot = server.folders.snapshot(root)
 
-        def read_buffer(rel: str) -> str | None:
-            entry = snapshot.get(rel)
-            return entry.text if entry is not None else None
-
         async def assemble() -> None:  # engine thread
             await asyncio.sleep(PREFETCH_DELAY_SECONDS)
-            await worker.engine(root, settings, live_index).prefetch(task, root, read_buffer, buffers_stamp(snapshot))
+            engine = worker.engine(root, settings, live_index)
+            await engine.prefetch(task, root, snapshot_reader(snapshot, {}), buffers_stamp(snapshot))
 
         previous = self._prefetching.pop(root, None)
         if previous is not None:
@@ -288,6 +281,20 @@ def _diag_key(path: str, diagnostic: types.Diagnostic) -> tuple[str, int, str]:
 
 def _lsp_range(r: protocol.Range) -> types.Range:
     return types.Range(types.Position(r.start.line, r.start.character), types.Position(r.end.line, r.end.character))
+
+
+def snapshot_reader(snapshot: dict[str, BufferSnapshot], versions: dict[str, int | None]) -> Callable[[str], str | None]:
+    """Reads open buffers from `snapshot` (on the engine thread, never the live workspace), noting
+    in `versions` the version of each buffer read."""
+
+    def read(rel: str) -> str | None:
+        entry = snapshot.get(rel)
+        if entry is None:
+            return None
+        versions.setdefault(rel, entry.version)
+        return entry.text
+
+    return read
 
 
 def buffers_stamp(snapshot: dict[str, BufferSnapshot]) -> tuple[tuple[str, int | None], ...]:

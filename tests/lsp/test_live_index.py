@@ -70,7 +70,8 @@ async def test_a_closed_file_changed_on_disk_loses_its_terminal_diagnostics(lsp,
 
 async def test_a_buffer_edited_after_its_prompt_was_prefetched_reaches_the_fix_as_edited(lsp, vllm, project):
     calc = open_doc(lsp, project, "calc.py")
-    terminal_output(lsp, PYTEST, 1, PYTEST_OUTPUT, project)  # the server prefetches this run's prompt
+    await _first_fix_request(lsp, vllm, project)  # the server has met the model server: prefetching is on
+    vllm.requests.clear()
     test_uri = file_uri(project, "test_calc.py")
     diagnostics = await wait_until(lambda: lsp.diagnostics.get(test_uri))
     fix = next(a for a in await code_actions(lsp, test_uri, list(diagnostics)) if a.kind == types.CodeActionKind.QuickFix)
