@@ -114,7 +114,11 @@ def apply_writes(root: Path, writes: list[Write], *, journal: Path | None = None
     everything is checked and staged, just before the first file is replaced."""
     root = Path(os.path.realpath(root))
     with journals.locked(journal) if journal is not None else contextlib.nullcontext():
-        if journal is not None and (earlier := journals.recover_locked(journal)) is not None:
+        try:
+            earlier = journals.recover_locked(journal) if journal is not None else None
+        except journals.JournalError as exc:
+            raise ApplyError(f"not applied, nothing was changed: {exc}") from exc
+        if earlier is not None:  # the files may differ from what the fix was computed from: the user decides again
             raise ApplyError(f"not applied, nothing was changed: {earlier.message()}; try again")
         staged = _check(root, writes)  # names first: a NUL byte or a folder is refused before any other check
         refuse_protected(root, [w.path for w in writes])  # .git/, virtualenvs, *.pth...: never written

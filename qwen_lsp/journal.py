@@ -133,7 +133,8 @@ def recover_locked(folder: Path) -> Rollback | None:
     except (OSError, ValidationError, ValueError) as exc:
         aside = path.with_name(f"unreadable-{os.getpid()}-{JOURNAL}")
         os.replace(path, aside)
-        raise JournalError(f"an interrupted write's journal cannot be read ({exc}); nothing was rolled back; "
+        why = exc.strerror if isinstance(exc, OSError) else "not a journal qwen-lsp wrote"
+        raise JournalError(f"an interrupted write's journal cannot be read ({why}); nothing was rolled back; "
                            f"it is kept as {aside}") from exc
     result = roll_back(journal, folder)
     if not result.failed:

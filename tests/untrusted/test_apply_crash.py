@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from qwen_lsp.journal import JournalError
 from qwen_lsp.types import FileChange
 from terminal_agent import undo
 from tests.qfix.helpers import QFIX
@@ -238,3 +239,15 @@ def test_a_file_the_user_changed_after_the_crash_is_left_alone_and_said(ws, tmp_
     assert rollback.saved is not None and (rollback.saved / "c.py").read_bytes() == OLD["c.py"]
     assert tree(ws) == as_tree({**OLD, "c.py": b"c = 'mine'\n"})  # the rest rolled back, no temporary file
     assert undo.recover(ws) is None  # said once: the journal is gone
+
+
+def test_an_unreadable_journal_is_set_aside_and_touches_nothing(ws, tmp_path):
+    folder = undo.journal_dir(ws)
+    folder.mkdir(parents=True)
+    (folder / "journal.json").write_text('{"version": 1, "label": "x", "root": "/", "targets": [{"path": ')
+    with pytest.raises(JournalError, match=r"cannot be read \(not a journal qwen-lsp wrote\); nothing was rolled back"):
+        undo.recover(ws)
+    assert tree(ws) == as_tree(OLD) and len(list(folder.glob("unreadable-*"))) == 1
+    assert undo.recover(ws) is None  # said once; qfix goes on
+    undo.apply_with_undo(ws, "make", CHANGES)
+    assert tree(ws) == as_tree(NEW)
