@@ -52,6 +52,12 @@ class UnsafeChange(ApplyError):
 class RollbackFailed(ApplyError):
     """Applying failed and some files could not be put back; the message names them."""
 
+    def __init__(self, why: BaseException, failed: list[str], changed: list[str]) -> None:
+        parts = [f"these files could not be put back: {', '.join(failed)}"] if failed else []
+        parts += [f"{', '.join(changed)} changed meanwhile and were left as they are"] if changed else []
+        super().__init__(f"applying failed ({why}) and " + "; ".join(parts))
+        self.failed = failed  # the journal stays: its next roll back tries these again
+
 
 @dataclass(frozen=True)
 class Write:
@@ -149,8 +155,7 @@ def apply_writes(root: Path, writes: list[Write], *, journal: Path | None = None
             if journal is not None and not undone.failed:
                 journals.discard(journal)
             if undone.failed or undone.changed:
-                raise RollbackFailed(f"applying failed ({exc}) and these files could not be put back: "
-                                     f"{', '.join(undone.failed + undone.changed)}") from exc
+                raise RollbackFailed(exc, undone.failed, undone.changed) from exc
             if isinstance(exc, ApplyError) or not isinstance(exc, Exception):
                 raise
             raise ApplyError(f"not applied, nothing was changed: {exc}") from exc

@@ -74,8 +74,8 @@ class Rollback:
         if self.restored:
             text += f": {', '.join(self.restored)} put back as before"
         if self.changed:
-            text += (f"; {', '.join(self.changed)} changed since and were left as they are "
-                     f"(their text before the fix is in {self.saved})")
+            kept = f"their text before the fix is in {self.saved}" if self.saved else "their text before could not be saved"
+            text += f"; {', '.join(self.changed)} changed since and were left as they are ({kept})"
         if self.failed:
             text += f"; {', '.join(self.failed)} could not be put back yet (the next run tries again)"
         return text
@@ -172,7 +172,8 @@ def roll_back(journal: Journal, folder: Path | None) -> Rollback:
         with contextlib.suppress(OSError):
             sync_dir(parent)
     if result.changed and folder is not None:
-        result.saved = _save_old(journal, result.changed, folder)
+        with contextlib.suppress(OSError):  # a full disk: the message says the copy is missing
+            result.saved = _save_old(journal, result.changed, folder)
     result.restored.reverse()
     return result
 

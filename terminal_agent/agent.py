@@ -109,7 +109,7 @@ def fix(failure: Failure, opts: Options, ui: UI, report: QfixReport) -> int:
         try:
             apply_with_undo(failure, result.changes)
         except RollbackFailed as exc:
-            ui.fail(f"{exc}; the next qfix or `qfix --undo` puts them back from its journal")
+            ui.fail(f"{exc}; the next qfix or `qfix --undo` puts them back" if exc.failed else str(exc))
             return 1
         except (ApplyError, ProtectedPath) as exc:
             ui.fail(f"not applied: {exc}")
