@@ -130,7 +130,7 @@ def unavailable_warning(result: ReviewResult, on_unavailable: str) -> str:
     )
     bar = "!" * 72
     return "\n".join(
-        [bar, f"{TOOL}: WARNING: the staged change was NOT reviewed.", f"{TOOL}: {visible(result.error or '')}",
+        [bar, f"{TOOL}: WARNING: the staged change was NOT reviewed.", f"{TOOL}: {one_line(result.error or '')}",
          f"{TOOL}: {verdict}", bar]
     )
 
