@@ -1,27 +1,34 @@
-"""Writing a result's changes to disk, all or nothing.
+"""Writing a result's changes to disk, all or nothing, even across a crash.
 
     check      every change first: still as read (a file the user changed since the
                engine read it is never overwritten), inside the workspace, a fit name,
                no file where a folder must go, no folder where a file must go
+    journal    with a journal folder: what each target was (its bytes) and will be (a hash),
+               written and fsynced before anything else is (journal.py)
     stage      each new text to a temporary file in its target's own folder
-    commit     `before_rename` (the caller's undo record), then rename each into place
+    commit     `before_rename`, then rename each into place (and the caller's side files,
+               e.g. qfix's undo entry), fsync, delete the journal: the commit point
     roll back  on any failure: put back every replaced file, remove every created
-               file and folder, delete the temporary files; then raise
+               file and folder, delete the temporary files; then raise. A process killed
+               before the commit point leaves its journal: the next write (or
+               `journal.recover`) rolls it back the same way.
 
-Only whole renames touch the user's files, so a crash leaves each file either as it
-was or as the fix has it, never half-written. Texts are written as UTF-8, exactly.
+Only whole renames touch the user's files, and the journal records every one before it
+happens, so after a crash the files are all as they were or all as the fix has them.
+Texts are written as UTF-8, exactly.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import stat
-import tempfile
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
+from qwen_lsp import journal as journals
 from qwen_lsp.engine.protected import refuse_protected
 from qwen_lsp.files import inside, name_problem
 from qwen_lsp.types import FileChange
@@ -45,6 +52,12 @@ class UnsafeChange(ApplyError):
 class RollbackFailed(ApplyError):
     """Applying failed and some files could not be put back; the message names them."""
 
+    def __init__(self, why: BaseException, failed: list[str], changed: list[str]) -> None:
+        parts = [f"these files could not be put back: {', '.join(failed)}"] if failed else []
+        parts += [f"{', '.join(changed)} changed meanwhile and were left as they are"] if changed else []
+        super().__init__(f"applying failed ({why}) and " + "; ".join(parts))
+        self.failed = failed  # the journal stays: its next roll back tries these again
+
 
 @dataclass(frozen=True)
 class Write:
@@ -55,20 +68,23 @@ class Write:
     text: str | None
 
 
+@dataclass(frozen=True)
+class SideFile:
+    """A file outside the workspace written in the same transaction (qfix's undo entry): a
+    path the caller chose (trusted, its folder exists); `data` None: remove it."""
+
+    path: Path
+    data: bytes | None
+
+
 @dataclass
 class _Staged:
-    write: Write
+    shown: str
     target: Path
     before: bytes | None  # exact bytes on disk when checked
     mode: int | None  # permission bits to keep
+    data: bytes | None  # None: remove the file
     temp: Path | None = None
-    done: bool = False
-
-
-@dataclass
-class _Transaction:
-    staged: list[_Staged]
-    made_dirs: list[Path] = field(default_factory=list)  # created here, outermost first
 
 
 def writes_for(changes: list[FileChange]) -> list[Write]:
@@ -80,35 +96,69 @@ def check_fresh(root: Path, changes: list[FileChange]) -> list[str]:
     return [w.path for w in writes_for(changes) if _read(root / w.path) != w.expected]
 
 
-def apply_changes(root: Path, changes: list[FileChange], *, before_rename: Callable[[], object] | None = None) -> None:
-    """Write every change, or none: see the module docstring. `before_rename` runs once
+def apply_changes(root: Path, changes: list[FileChange], *, journal: Path | None = None, label: str = "a fix",
+                  side: Sequence[SideFile] = (), before_rename: Callable[[], object] | None = None) -> None:
+    """Write every change, or none: see the module docstring and `apply_writes`."""
+    apply_writes(root, writes_for(changes), journal=journal, label=label, side=side, before_rename=before_rename)
+
+
+def new_folders(root: Path, paths: Sequence[str]) -> list[str]:
+    """The folders (workspace-relative, outermost first) that writing `paths` creates."""
+    made: list[str] = []
+    for path in paths:
+        made += [p for p in _parents(path) if p not in made and not (root / p).is_dir()]
+    return made
+
+
+def apply_writes(root: Path, writes: list[Write], *, journal: Path | None = None, label: str = "a fix",
+                 side: Sequence[SideFile] = (), drop_dirs: Sequence[str] = (),
+                 before_rename: Callable[[], object] | None = None) -> None:
+    """`journal`: the folder of this workspace's journal (the user's own state, never the
+    workspace); a write a dead process left there is rolled back first. `label` names the
+    write in what a later roll back says. `drop_dirs`: workspace folders to remove once
+    empty (an undo removing the folders its fix created). `before_rename` runs once
     everything is checked and staged, just before the first file is replaced."""
-    apply_writes(root, writes_for(changes), before_rename=before_rename)
-
-
-def apply_writes(root: Path, writes: list[Write], *, before_rename: Callable[[], object] | None = None) -> None:
     root = Path(os.path.realpath(root))
-    staged = _check(root, writes)  # names first: a NUL byte or a folder is refused before any other check
-    refuse_protected(root, [w.path for w in writes])  # .git/, virtualenvs, *.pth...: never written
-    txn = _Transaction(staged)
-    try:
-        for item in staged:
-            _stage(root, item, txn)
-        if before_rename is not None:
-            before_rename()
-        for item in staged:
-            _commit(item)
-    except BaseException as exc:  # Ctrl-C included: never leave a fix half-applied
-        unrestored = _roll_back(txn)
-        if unrestored:
-            raise RollbackFailed(
-                f"applying failed ({exc}) and these files could not be put back: {', '.join(unrestored)}"
-            ) from exc
-        if isinstance(exc, ApplyError) or not isinstance(exc, Exception):
-            raise
-        raise ApplyError(f"not applied, nothing was changed: {exc}") from exc
-    finally:
-        _remove_temps(staged)
+    with journals.locked(journal) if journal is not None else contextlib.nullcontext():
+        try:
+            earlier = journals.recover_locked(journal) if journal is not None else None
+        except journals.JournalError as exc:
+            raise ApplyError(f"not applied, nothing was changed: {exc}") from exc
+        if earlier is not None:  # the files may differ from what the fix was computed from: the user decides again
+            raise ApplyError(f"not applied, nothing was changed: {earlier.message()}; try again")
+        staged = _check(root, writes)  # names first: a NUL byte or a folder is refused before any other check
+        refuse_protected(root, [w.path for w in writes])  # .git/, virtualenvs, *.pth...: never written
+        staged += [_check_side(f) for f in side]
+        record = _plan(root, staged, label)
+        record.dropped_dirs = [str(root / d) for d in reversed(drop_dirs) if inside(root, d) == d]
+        try:
+            if journal is not None:
+                journals.begin(journal, record)
+            for made in record.made_dirs:
+                os.mkdir(made)
+            for item in staged:
+                _stage(item)
+            if before_rename is not None:
+                before_rename()
+            for item in staged:
+                _commit(item)
+            for folder in record.dropped_dirs:
+                with contextlib.suppress(OSError):
+                    os.rmdir(folder)  # only when empty
+            touched = [item.target.parent for item in staged] + [
+                Path(d).parent for d in record.made_dirs + record.dropped_dirs]
+            touched = [folder for folder in touched if folder.is_dir()]  # not a folder just dropped
+            if journal is not None:
+                journals.commit(journal, touched)
+        except BaseException as exc:  # Ctrl-C included: never leave a fix half-applied
+            undone = journals.roll_back(record, journal)
+            if journal is not None and not undone.failed:
+                journals.discard(journal)
+            if undone.failed or undone.changed:
+                raise RollbackFailed(exc, undone.failed, undone.changed) from exc
+            if isinstance(exc, ApplyError) or not isinstance(exc, Exception):
+                raise
+            raise ApplyError(f"not applied, nothing was changed: {exc}") from exc
 
 
 # -- check -------------------------------------------------------------------------------------
@@ -155,7 +205,8 @@ def _check(root: Path, writes: list[Write]) -> list[_Staged]:
             continue
         if (before.decode("utf-8", "surrogateescape") if before is not None else None) != w.expected:
             stale.append(w.path)
-        staged.append(_Staged(w, target, before, mode))
+        data = w.text.encode("utf-8") if w.text is not None else None
+        staged.append(_Staged(w.path, target, before, mode, data))
     if problems:
         raise UnsafeChange("not applied, nothing was changed: " + "; ".join(problems))
     if stale:
@@ -169,77 +220,42 @@ def _parents(rel: str) -> list[str]:
     return ["/".join(parts[: i + 1]) for i in range(len(parts))]
 
 
-# -- stage, commit, roll back ------------------------------------------------------------------
+# -- plan, stage, commit ----------------------------------------------------------------------
 
 
-def _stage(root: Path, item: _Staged, txn: _Transaction) -> None:
-    if item.write.text is None:
-        return
-    for parent in _parents(item.target.relative_to(root).as_posix()):
-        folder = root / parent
-        if not folder.is_dir():
-            folder.mkdir()
-            txn.made_dirs.append(folder)
-    item.temp = _temp_with(item.target.parent, item.target.name, item.write.text.encode("utf-8"), item.mode)
+def _check_side(side: SideFile) -> _Staged:
+    before = _read_bytes(side.path)
+    mode = stat.S_IMODE(side.path.stat().st_mode) if before is not None else None
+    return _Staged(str(side.path), side.path, before, mode, side.data)
 
 
-def _temp_with(folder: Path, name: str, data: bytes, mode: int | None) -> Path:
-    fd, temp = tempfile.mkstemp(dir=folder, prefix=f".{name[:100]}.", suffix=".qwen-tmp")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(temp, mode if mode is not None else 0o666 & ~_umask())
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
-    return Path(temp)
+def _plan(root: Path, staged: list[_Staged], label: str) -> journals.Journal:
+    """Every name the write will create, fixed up front so that the journal can list them."""
+    txid = secrets.token_hex(6)
+    for item in staged:
+        item.temp = item.target.with_name(f".{item.target.name[:100]}.{txid}{journals.TEMP_SUFFIX}")
+    created = [item.shown for item in staged if item.data is not None and item.target.is_relative_to(root)]
+    made = [str(root / folder) for folder in new_folders(root, created)]
+    targets = [
+        journals.Target(shown=item.shown, path=str(item.target), old=item.before, mode=item.mode,
+                        new_sha256=journals.new_sha256(item.data), temp=str(item.temp))
+        for item in staged
+    ]
+    return journals.Journal(label=label, root=str(root), targets=targets, made_dirs=made)
+
+
+def _stage(item: _Staged) -> None:
+    if item.data is not None:
+        assert item.temp is not None
+        journals.write_file(item.temp, item.data, item.mode)
 
 
 def _commit(item: _Staged) -> None:
-    if item.write.text is None:
+    if item.data is None:
         item.target.unlink(missing_ok=True)
     else:
         assert item.temp is not None
         os.replace(item.temp, item.target)
-        item.temp = None
-    item.done = True
-
-
-def _roll_back(txn: _Transaction) -> list[str]:
-    """Undo what was committed; the paths that could not be put back."""
-    _remove_temps(txn.staged)
-    failed = []
-    for item in reversed(txn.staged):
-        if not item.done:
-            continue
-        try:
-            if item.before is None:
-                item.target.unlink(missing_ok=True)
-            else:
-                os.replace(_temp_with(item.target.parent, item.target.name, item.before, item.mode), item.target)
-        except OSError:
-            failed.append(item.write.path)
-    for folder in reversed(txn.made_dirs):
-        with contextlib.suppress(OSError):
-            folder.rmdir()  # only when empty: nothing of the user's is removed
-    return failed
-
-
-def _remove_temps(staged: list[_Staged]) -> None:
-    for item in staged:
-        if item.temp is not None:
-            with contextlib.suppress(OSError):
-                item.temp.unlink()
-            item.temp = None
-
-
-def _umask() -> int:
-    current = os.umask(0)
-    os.umask(current)
-    return current
 
 
 def _read_bytes(path: Path) -> bytes | None:

@@ -4,7 +4,7 @@
     result  = engine.fix(failure)                        (plan + patch rounds; writes nothing)
     show the plan, a colored diff per file, risk-labelled shell suggestions
     ask     [a]pply / [s]kip / [e]dit command / [q]uit    (--yes: write verified fixes only, never run commands)
-    apply   save the undo entry, then apply_changes      (refuses files changed meanwhile)
+    apply   the changes and their undo entry, journaled  (refuses files changed meanwhile)
     ask     about each suggested command: an accepted one goes to the user's command line
     verify  re-run the command for real: exit 0 only if it passes now
 
@@ -24,7 +24,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from qwen_lsp.apply import ApplyError, RollbackFailed, apply_changes
+from qwen_lsp.apply import ApplyError, RollbackFailed
+from qwen_lsp.journal import JournalError
 from qwen_lsp.engine.protected import ProtectedPath
 from qwen_lsp.llm.client import ModelServerError, RequestRejected
 from qwen_lsp.engine.loop import Engine
@@ -108,7 +109,7 @@ def fix(failure: Failure, opts: Options, ui: UI, report: QfixReport) -> int:
         try:
             apply_with_undo(failure, result.changes)
         except RollbackFailed as exc:
-            ui.fail(f"{exc}; `qfix --undo` restores the files from the saved copy")
+            ui.fail(f"{exc}; the next qfix or `qfix --undo` puts them back" if exc.failed else str(exc))
             return 1
         except (ApplyError, ProtectedPath) as exc:
             ui.fail(f"not applied: {exc}")
@@ -199,19 +200,24 @@ def ask_for_command(result: FixResult, opts: Options, ui: UI) -> str | None:
 
 
 def apply_with_undo(failure: Failure, changes: list[FileChange]) -> None:
-    """The undo entry is saved once every change is checked and staged, before the first
-    file is replaced: a fix on disk can always be taken back. A failed apply is rolled back,
-    and then the entry goes too, unless some file could not be put back."""
-    saved: list[Path] = []
+    """The fix and its undo entry in one journaled transaction (undo.apply_with_undo): a fix
+    on disk can always be taken back, and a failed or interrupted one leaves no entry."""
+    undo.apply_with_undo(failure.workspace, failure.command, changes)
+
+
+def recover_interrupted(workspace: Path, ui: UI) -> bool | None:
+    """Roll back a write a killed qfix left half done here (journal.py): None when there was
+    none, else whether everything it had replaced is back."""
     try:
-        apply_changes(failure.workspace, changes,
-                      before_rename=lambda: saved.append(undo.remember(failure.workspace, failure.command, changes)))
-    except RollbackFailed:
-        raise  # the entry stays: `qfix --undo` restores what is left
-    except BaseException:
-        for entry in saved:
-            entry.unlink(missing_ok=True)
-        raise
+        rollback = undo.recover(workspace)
+    except JournalError as exc:
+        ui.fail(str(exc))
+        return False
+    if rollback is None:
+        return None
+    clean = not (rollback.changed or rollback.failed)
+    (ui.say if clean else ui.fail)(rollback.message())
+    return clean
 
 
 def hand_to_shell(command: str, ui: UI) -> None:
@@ -248,6 +254,7 @@ def run(opts: Options, ran: tuple[list[str], Finished] | None = None, server: Se
             failure = failure_from_record(record, opts, ui)
 
         report = _new_report(failure)
+        recover_interrupted(failure.workspace, ui)  # before the engine reads the files
         if nothing_to_fix(failure.exit_code):  # mirror its exit code
             report.outcome = "passed" if failure.exit_code == 0 else "interrupted"
             report.exit_status = failure.exit_code
@@ -312,8 +319,12 @@ def _finish(report: QfixReport, opts: Options) -> int:
 def undo_last_fix() -> int:
     """`qfix --undo`."""
     ui = UI(to_stderr=False)
+    workspace = find_workspace(Path.cwd())
+    recovered = recover_interrupted(workspace, ui)
+    if recovered is not None:  # that was the undo asked for (or what stands in its way): nothing more
+        return 0 if recovered else 1
     try:
-        entry = undo.undo_last(find_workspace(Path.cwd()))
+        entry = undo.undo_last(workspace)
     except undo.UndoRefused as exc:
         ui.fail(str(exc))
         return 1

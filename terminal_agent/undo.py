@@ -1,6 +1,9 @@
-"""Undo history: before a fix is written, the previous contents of every file it
-touches are saved; `qfix --undo` puts the newest fix of the workspace back, and
-refuses when a file was edited after the fix (undoing would lose that edit)."""
+"""Undo history: a fix's undo entry (the previous contents of every file it touches) is
+written in the same transaction as the fix, and `qfix --undo` puts the newest fix of the
+workspace back and drops its entry in one transaction too; it refuses when a file was edited
+after the fix (undoing would lose that edit). Both go through the workspace's apply journal
+(qwen_lsp/journal.py), so a qfix killed while writing leaves nothing half done: `recover`
+(run first by every qfix) rolls the interrupted write back, entry included."""
 
 from __future__ import annotations
 
@@ -10,7 +13,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from qwen_lsp.apply import ApplyError, StaleFile, Write, apply_writes
+from qwen_lsp import journal
+from qwen_lsp.apply import ApplyError, SideFile, StaleFile, Write, apply_changes, apply_writes, new_folders
 from qwen_lsp.types import FileChange
 
 from terminal_agent.paths import state_dir
@@ -29,15 +33,29 @@ class UndoEntry(BaseModel):
     command: str
     applied_at: float
     files: list[UndoFile]
+    made_dirs: list[str] = []  # folders the fix created (workspace-relative, outermost first)
 
 
 class UndoRefused(RuntimeError):
     pass
 
 
+def _key(workspace: Path) -> str:
+    return hashlib.sha256(str(workspace.resolve()).encode()).hexdigest()[:16]
+
+
 def _history(workspace: Path) -> Path:
-    key = hashlib.sha256(str(workspace.resolve()).encode()).hexdigest()[:16]
-    return state_dir() / "undo" / key
+    return state_dir() / "undo" / _key(workspace)
+
+
+def journal_dir(workspace: Path) -> Path:
+    """The workspace's apply journal: the user's state, never a folder a repository could fill."""
+    return state_dir() / "journal" / _key(workspace)
+
+
+def recover(workspace: Path) -> journal.Rollback | None:
+    """Roll back a fix or an undo that a killed qfix left half written in `workspace`."""
+    return journal.recover(journal_dir(workspace))
 
 
 def _entries(workspace: Path) -> list[Path]:
@@ -45,21 +63,20 @@ def _entries(workspace: Path) -> list[Path]:
     return sorted(_history(workspace).glob("*.json"), key=lambda p: int(p.stem))
 
 
-def remember(workspace: Path, command: str, changes: list[FileChange]) -> Path:
-    """Save what `changes` will overwrite; returns the entry (delete it if applying fails).
-    Written to a temporary name and renamed: an entry is whole or absent."""
+def apply_with_undo(workspace: Path, command: str, changes: list[FileChange]) -> Path:
+    """Write `changes` and their undo entry, all or nothing (see apply.py); returns the entry."""
     entry = UndoEntry(
         workspace=str(workspace.resolve()),
         command=command,
         applied_at=time.time(),
         files=[UndoFile(path=c.path, before=None if c.created else c.original, after=c.updated) for c in changes],
+        made_dirs=new_folders(workspace, [c.path for c in changes]),
     )
     folder = _history(workspace)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{time.time_ns()}.json"
-    partial = path.with_suffix(".partial")
-    partial.write_text(entry.model_dump_json(), encoding="utf-8")
-    partial.replace(path)
+    apply_changes(workspace, changes, journal=journal_dir(workspace), label=f"the fix for `{command}`",
+                  side=[SideFile(path, entry.model_dump_json().encode())])
     for old in _entries(workspace)[:-KEEP]:
         old.unlink(missing_ok=True)
     return path
@@ -74,7 +91,9 @@ def undo_last(workspace: Path) -> UndoEntry:
     entry = UndoEntry.model_validate_json(newest.read_text(encoding="utf-8"))
     # The reverse of the fix, all or nothing: what it wrote back to what was there (None: remove).
     try:
-        apply_writes(workspace, [Write(f.path, expected=f.after, text=f.before) for f in entry.files])
+        apply_writes(workspace, [Write(f.path, expected=f.after, text=f.before) for f in entry.files],
+                     journal=journal_dir(workspace), label=f"the undo of the fix for `{entry.command}`",
+                     side=[SideFile(newest, None)], drop_dirs=entry.made_dirs)
     except StaleFile as exc:
         raise UndoRefused(
             f"not undone: {', '.join(exc.paths)} changed after the fix for `{entry.command}` was applied; "
@@ -82,5 +101,4 @@ def undo_last(workspace: Path) -> UndoEntry:
         ) from exc
     except ApplyError as exc:
         raise UndoRefused(f"not undone: {exc}") from exc
-    newest.unlink()
     return entry

@@ -28,7 +28,7 @@ from qwen_lsp import __version__
 from qwen_lsp.engine.cache import StateCache
 from qwen_lsp.gitio import GitError, git, repo_root, show, staged_diff
 from qwen_lsp.llm.client import ModelClient
-from qwen_lsp.sanitize import json_safe, visible
+from qwen_lsp.sanitize import json_safe, one_line, visible
 from qwen_lsp.review.engine import DEFAULT_SEVERITY, SEVERITY_ORDER, DiffError, Finding, ReviewResult, parse_diff, review_diff
 from qwen_lsp.settings import Settings, describe_invalid, load_settings, load_settings_lenient
 
@@ -54,6 +54,25 @@ def range_diff(root: Path, from_ref: str, to_ref: str) -> str:
     """What `to_ref` changes since it forked from `from_ref` (`git diff FROM...TO`, as pre-commit's
     --from-ref/--to-ref and a pull request mean it)."""
     return git(root, "-c", "core.quotepath=off", "diff", *DIFF_OPTIONS, f"{from_ref}...{to_ref}", "--")
+
+
+def diff_names(root: Path, refs: tuple[str, str] | None) -> list[tuple[str, str]]:
+    """(old, new) path of each file of the diff under review, in its order, exactly as named:
+    from `git diff -z` (NUL-separated), never from the quoted text git prints for a name with
+    a newline or an escape character."""
+    spec = [f"{refs[0]}...{refs[1]}"] if refs else ["--cached"]
+    fields = git(root, "-c", "core.quotepath=off", "diff", *DIFF_OPTIONS, "-z", "--name-status", *spec, "--").split("\0")
+    names: list[tuple[str, str]] = []
+    at = 0
+    while at + 1 < len(fields) and fields[at]:
+        status = fields[at]
+        if status[:1] in ("R", "C"):  # renamed or copied: the old name, then the new one
+            names.append((fields[at + 1], fields[at + 2]))
+            at += 3
+        else:
+            names.append((fields[at + 1], fields[at + 1]))
+            at += 2
+    return names
 
 
 def review_range(args: argparse.Namespace, environ: Mapping[str, str]) -> tuple[str, str] | None:
@@ -111,7 +130,7 @@ def unavailable_warning(result: ReviewResult, on_unavailable: str) -> str:
     )
     bar = "!" * 72
     return "\n".join(
-        [bar, f"{TOOL}: WARNING: the staged change was NOT reviewed.", f"{TOOL}: {visible(result.error or '')}",
+        [bar, f"{TOOL}: WARNING: the staged change was NOT reviewed.", f"{TOOL}: {one_line(result.error or '')}",
          f"{TOOL}: {verdict}", bar]
     )
 
@@ -121,7 +140,9 @@ def unavailable_warning(result: ReviewResult, on_unavailable: str) -> str:
 
 def format_text(result: ReviewResult, reader: IndexReader, fail_on: str) -> str:
     """Findings grouped by file, each with its staged code line, then context findings
-    (outside the staged hunks, never blocking), then a summary."""
+    (outside the staged hunks, never blocking), then a summary. A file name, a message, a
+    category and a code line are each one line (a newline shown as ⏎): nothing the model
+    writes can print a line that looks like the report's own."""
     out = _text_findings(result.findings, reader)
     if result.context_findings:
         out.append("Context: outside the staged hunks (not blocking)")
@@ -136,16 +157,16 @@ def _text_findings(findings: list[Finding], reader: IndexReader) -> list[str]:
     for f in findings:
         by_file.setdefault(f.path, []).append(f)
     for path, in_file in by_file.items():
-        out.append(path)
+        out.append(one_line(path))
         for f in in_file:
             span = f"{f.line}-{f.end_line}" if f.end_line else str(f.line)
-            given = f" (model said {f.unknown_severity!r})" if f.unknown_severity else ""
-            out.append(f"  {span}: {f.severity}{given} [{f.category}] {f.message}")
+            given = f" (model said {one_line(repr(f.unknown_severity))})" if f.unknown_severity else ""
+            out.append(f"  {span}: {f.severity}{given} [{one_line(f.category)}] {one_line(f.message)}")
             code = reader.line(path, f.line)
             if code is not None:
-                out.append(f"    {f.line:>5} | {code}")
-            if f.suggestion:
-                out.append("    suggestion: " + f.suggestion.replace("\n", "\n                "))
+                out.append(f"    {f.line:>5} | {one_line(code)}")
+            if f.suggestion:  # code, several lines: each indented under it, so none reads as a finding
+                out.append("    suggestion: " + "\n                ".join(one_line(line) for line in f.suggestion.split("\n")))
         out.append("")
     return out
 
@@ -365,12 +386,14 @@ def open_cache(settings: Settings) -> StateCache | None:
         return None
 
 
-async def run_review(diff: str, root: Path, settings: Settings, args: argparse.Namespace, deadline: float) -> ReviewResult:
+async def run_review(diff: str, root: Path, settings: Settings, args: argparse.Namespace, deadline: float,
+                     names: list[tuple[str, str]] | None = None) -> ReviewResult:
     client = ModelClient(settings)
     cache = None if args.no_cache else open_cache(settings)
     try:
         return await review_diff(
-            diff, root, settings, client, think=args.think, cache=cache, read_file=IndexReader(root), deadline=deadline
+            diff, root, settings, client, think=args.think, cache=cache, read_file=IndexReader(root), deadline=deadline,
+            names=names,
         )
     finally:
         await client.close()
@@ -406,6 +429,7 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_OK
         refs = review_range(args, os.environ)
         diff = range_diff(root, *refs) if refs else staged_diff(root)
+        names = diff_names(root, refs)
     except (GitError, FileExistsError) as exc:
         print(f"{TOOL}: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -424,12 +448,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{TOOL}: invalid settings: {describe_invalid(exc)}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        files = [f for f in parse_diff(diff) if f.reviewable]
+        files = [f for f in parse_diff(diff, names) if f.reviewable]
     except DiffError:
         files = []  # review_diff reports it
     mode = "thinking" if args.think else "non-thinking"
     print(f"{TOOL}: reviewing {len(files)} file(s) of {what} with {settings.base_url} ({mode})...", file=sys.stderr)
-    result = asyncio.run(run_review(diff, root, settings, args, deadline))
+    result = asyncio.run(run_review(diff, root, settings, args, deadline, names))
 
     write(report(result, reader, root, args), args.output, sys.stdout)
     if not result.reviewed:

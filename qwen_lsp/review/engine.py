@@ -10,6 +10,7 @@ buffer), a `read_file` that returns it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import logging
@@ -132,6 +133,7 @@ class ChangedFile:
     status: Literal["added", "deleted", "modified", "renamed"]
     binary: bool = False
     hunks: list[Hunk] = field(default_factory=list)
+    header: str = ""  # the path as the diff text writes it (quoted by git when it has a control character)
 
     @property
     def reviewable(self) -> bool:
@@ -147,28 +149,45 @@ class DiffError(ValueError):
     pass
 
 
-def parse_diff(diff: str) -> list[ChangedFile]:
-    """The files of a unified git diff (`a/` and `b/` prefixes) with their hunks."""
+def parse_diff(diff: str, names: list[tuple[str, str]] | None = None) -> list[ChangedFile]:
+    """The files of a unified git diff (`a/` and `b/` prefixes) with their hunks. `names`: the
+    (old, new) path of each file in the diff's order, exactly (`git diff -z --name-status`):
+    git quotes a name with a newline or an escape character in the diff text, and a quoted
+    name is never taken for the file's."""
     try:
         patch = PatchSet(diff)
     except UnidiffParseError as exc:
         raise DiffError(f"cannot parse the diff: {exc}") from exc
+    exact = names if names is not None and _same_files(patch, names) else None
     files: list[ChangedFile] = []
-    for pf in patch:
+    for n, pf in enumerate(patch):
         status: Literal["added", "deleted", "modified", "renamed"] = (
             "added" if pf.is_added_file else "deleted" if pf.is_removed_file else "renamed" if pf.is_rename else "modified"
         )
-        old = _strip_prefix(pf.source_file, "a/")
+        old, new = exact[n] if exact else (_strip_prefix(pf.source_file, "a/"), pf.path)
         files.append(
             ChangedFile(
-                path=pf.path,
+                path=new,
                 old_path=old if status in ("renamed", "deleted", "modified") else None,
                 status=status,
                 binary=pf.is_binary_file,
                 hunks=[_hunk(h) for h in pf],
+                header=pf.path,
             )
         )
     return files
+
+
+def _same_files(patch: PatchSet, names: list[tuple[str, str]]) -> bool:
+    """The names list the diff's files in its order: one each, and each unquoted one equal."""
+    return len(names) == len(patch) and all(
+        pf.path.startswith('"') or pf.path in pair for pf, pair in zip(patch, names, strict=True))
+
+
+def shown_path(path: str) -> str:
+    """A path as the model reads it: as is, or as a JSON string when it has a character that
+    would break the line (the model writes it back the same way, and JSON decodes it exactly)."""
+    return json.dumps(path, ensure_ascii=False) if not path.isprintable() else path
 
 
 def _strip_prefix(name: str, prefix: str) -> str:
@@ -211,13 +230,14 @@ def _hunk(h: Any) -> Hunk:
 def annotate_diff(files: list[ChangedFile], diff: str) -> str:
     """The diff as the model reads it: per file, each line with its new-side number."""
     patch = PatchSet(diff)
-    by_path = {f.path: f for f in files}
+    by_path = {f.header or f.path: f for f in files}
     parts: list[str] = []
     for pf in patch:
         changed = by_path.get(pf.path)
         if changed is None:
             continue
-        heading = f"## {changed.path} ({changed.status}" + (f" from {changed.old_path}" if changed.status == "renamed" else "") + ")"
+        renamed = f" from {shown_path(changed.old_path or '')}" if changed.status == "renamed" else ""
+        heading = f"## {shown_path(changed.path)} ({changed.status}{renamed})"
         if changed.binary:
             parts.append(heading + "\nbinary file, not shown")
             continue
@@ -301,6 +321,13 @@ def map_findings(findings: list[Finding], files: list[ChangedFile]) -> tuple[lis
 
 
 def _match_path(path: str, targets: dict[str, ChangedFile]) -> ChangedFile | None:
+    if path in targets:  # exactly: a name with a newline or a backslash included
+        return targets[path]
+    if path.startswith('"'):  # the JSON-quoted form the prompt shows such a name in
+        with contextlib.suppress(ValueError):
+            unquoted = json.loads(path)
+            if isinstance(unquoted, str) and unquoted in targets:
+                return targets[unquoted]
     # Models write "b/x.py", "./x.py", "/abs/repo/x.py" or just the file name.
     clean = path.strip().strip("`").replace("\\", "/")
     for prefix in ("a/", "b/", "./"):
@@ -415,14 +442,15 @@ async def review_diff(
     cache: StateCache | None = None,
     read_file: ReadFile | None = None,
     deadline: float | None = None,
+    names: list[tuple[str, str]] | None = None,
 ) -> ReviewResult:
     """Review `diff` (paths relative to `workspace`). Never raises for model-server
     trouble: an unreachable server gives `available=False`, any other failure `error`.
 
     `read_file(relpath)` returns the new version of a file (default: the disk);
-    `deadline` bounds the whole review in seconds."""
+    `deadline` bounds the whole review in seconds; `names`: see `parse_diff`."""
     try:
-        files = parse_diff(diff)
+        files = parse_diff(diff, names)
     except DiffError as exc:
         return ReviewResult(findings=[], error=str(exc))
     if not any(f.reviewable for f in files):

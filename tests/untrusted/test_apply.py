@@ -119,6 +119,9 @@ def test_a_file_that_is_not_utf8_is_never_rewritten(ws):
 
 
 
+_REAL_REPLACE = os.replace
+
+
 def _fail_replacing(monkeypatch, fails) -> None:
     """os.replace fails (a full disk) when `fails(name, times_seen_before)` says so."""
     real_replace = os.replace
@@ -134,8 +137,8 @@ def _fail_replacing(monkeypatch, fails) -> None:
     monkeypatch.setattr(apply.os, "replace", replace)
 
 
-def test_qfix_keeps_no_undo_entry_for_a_rolled_back_fix_but_keeps_it_when_rollback_fails(ws, monkeypatch, tmp_path):
-    from terminal_agent import agent
+def test_qfix_keeps_no_undo_entry_for_a_rolled_back_fix_and_its_journal_when_rollback_fails(ws, monkeypatch, tmp_path):
+    from terminal_agent import agent, undo
 
     monkeypatch.setenv("QFIX_STATE_DIR", str(tmp_path / "state"))
     failure = agent.Failure(command="python a.py", exit_code=1, output="", cwd=ws, workspace=ws)
@@ -153,5 +156,10 @@ def test_qfix_keeps_no_undo_entry_for_a_rolled_back_fix_but_keeps_it_when_rollba
     _fail_replacing(monkeypatch, lambda name, before: name == "b.py" or (name == "a.py" and before > 0))
     with pytest.raises(apply.RollbackFailed, match="could not be put back: a.py"):
         agent.apply_with_undo(failure, changes)
-    (entry,) = entries()  # kept: `qfix --undo` can still restore a.py from it
-    assert json.loads(entry.read_text())["files"][0]["before"] == "a = 1\n"
+    assert (ws / "a.py").read_text() == "a = 2\n" and entries() == []
+    (journal,) = (tmp_path / "state").glob("journal/*/journal.json")  # kept: the next qfix puts a.py back
+    monkeypatch.setattr(apply.os, "replace", _REAL_REPLACE)  # the disk has room again
+    rollback = undo.recover(ws)
+    assert rollback is not None and rollback.restored == ["a.py"] and not rollback.failed
+    assert (ws / "a.py").read_text() == "a = 1\n" and not journal.exists()
+    assert tree(ws) == {"a.py": b"a = 1\n", "b.py": b"b = 1\r\n"}  # and no temporary file
