@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import re
 
-from .model import PATH, Raw, Severity, Trace, lint_severity, plausible_path, severity_word
+from .model import PATH, Raw, Severity, Trace, lint_severity, plausible_path
+from .severity import severity_word
 
 _FILE_HEADER = re.compile(rf"^(?P<path>{PATH}):?\s*$")
 _STYLISH_ROW = re.compile(r"^\s+(?P<line>\d+):(?P<col>\d+)\s+(?P<sev>error|warning)\s+(?P<msg>.+?)(?:\s{2,}(?P<rule>[\w/@.-]+))?\s*$")

@@ -75,12 +75,3 @@ def lint_severity(code: str) -> Severity:
     if code.startswith(("E9", "F82", "F63", "F7")) or code in {"F821", "F822", "F823"}:
         return "error"
     return "warning"
-
-
-def severity_word(word: str) -> Severity:
-    word = word.lower()
-    if word in {"error", "fatal error", "fatal", "e"}:
-        return "error"
-    if word in {"warning", "warn", "w"}:
-        return "warning"
-    return "info"
