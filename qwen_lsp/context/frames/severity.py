@@ -14,14 +14,19 @@ import re
 
 from .model import Severity
 
-_E = (
-    r"\b(?:errors?|fatal|panic(?:ked)?|died|failed|failure|FAIL|exception|abort(?:ed)?|undefined|cannot|can't|unbound|"
-    r"not found|terminat\w*|missing|not ok|segmentation fault|critical)\b|\*\* \(|[✘✖✗]|::error\b|\([EF]\d{3}\)|Severity: (?:High|Critical)"
-)
+# Markers: words and signs a tool prints to say how bad a finding is. They decide first.
+_E = r"\b(?:errors?|fatal|panic(?:ked)?|FAIL|critical)\b|[✘✖✗]|::error\b|\([EF]\d{3}\)|Severity: (?:High|Critical)"
 _W = r"\bwarn(?:ing|ings)?\b|\bWARN\b|[▲⚠]|::warning\b|\b(?:style|portability|performance):|\(W\d{3}\)|\b\w+Warning\b|Severity: (?:Low|Medium)"
 _I = r"\bnote:|\bhere:\s*$|::notice\b"
-_TOKENS = re.compile(f"(?P<e>{_E})|(?P<w>{_W})|(?P<i>{_I})", re.IGNORECASE)
-_ERRORISH = re.compile(_E, re.IGNORECASE)
+_MARKERS = re.compile(f"(?P<e>{_E})|(?P<w>{_W})|(?P<i>{_I})", re.IGNORECASE)
+# Failure words: a message that describes a failure without a marker ("config missing", "KeyError:").
+_FAILURE = re.compile(
+    r"\b(?:died|failed|failure|exception|abort(?:ed)?|undefined|cannot|can't|unbound|not found|terminat\w*|missing|not ok|"
+    r"segmentation fault)\b|\*\* \(|\w+(?:Error|Exception):",
+    re.IGNORECASE,
+)
+_ERRORISH = re.compile(f"{_E}|{_FAILURE.pattern}", re.IGNORECASE)
+_QUOTED = re.compile(r"'[^'\s]*'|\"[^\"\s]*\"")  # a quoted word is a name ("in function 'error'"), not a verdict
 # A line that only reports that another tool failed: the other tool's diagnostic is the place to fix.
 WRAPPER = re.compile(
     r"Compile failed|Compilation failure|see the compiler (?:error )?output|Failed to execute goal|"
@@ -31,11 +36,12 @@ WRAPPER = re.compile(
 
 
 def line_severity(text: str) -> Severity | None:
-    """The severity the first vocabulary token of `text` names, or None when it names none."""
-    m = _TOKENS.search(text)
-    if m is None:
-        return None
-    return "error" if m["e"] else "warning" if m["w"] else "info"
+    """The severity `text` states: its first marker, else error if it describes a failure, else None."""
+    if "'" in text or '"' in text:
+        text = _QUOTED.sub("", text)
+    if m := _MARKERS.search(text):
+        return "error" if m["e"] else "warning" if m["w"] else "info"
+    return "error" if _FAILURE.search(text) else None
 
 
 def has_error_word(text: str) -> bool:
