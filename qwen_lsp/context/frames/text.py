@@ -130,8 +130,64 @@ def strip_prefixes(lines: list[str]) -> list[str]:
         cut.append(m.end() if m else 0)
     hits = sum(1 for c in cut if c)
     if hits < 2 or hits * 5 < non_empty:
-        return lines
+        return strip_changing_prefixes(lines)
     return [ln[c:] if c else ln for ln, c in zip(lines, cut, strict=True)]
+
+
+# Tokens a prefix of changing values is made of: numbers and times (`#7`, `0.224`, `[0.361820]`, `0.137s`,
+# `14:53:27.425190`, `[4/5]`), and fixed words (`Dec`, `host`, `myapp[4242]:`, `[step`).
+_NUM_TOKEN = re.compile(r"^[\[(#]?\d[\d:.,/TZ+-]*(?:s|ms)?[\])]?:?$")
+_WORD_TOKEN = re.compile(r"^\[?[A-Za-z][\w.-]*(?:\[\d+\])?[:\]]?$")
+_DIGITS = re.compile(r"\d+")
+_SAMPLE = 500  # lines that decide the prefix shape; the cut applies to every line of that shape
+
+
+def _prefix_shape(line: str) -> list[str]:
+    """Shapes of the leading prefix-like tokens, digits folded (`#7 0.224` -> ["#0", "0.0"])."""
+    shape: list[str] = []
+    for tok in line.lstrip(" ").split(" ", 7)[:7]:
+        if _NUM_TOKEN.match(tok):
+            shape.append(_DIGITS.sub("0", tok))
+        elif _WORD_TOKEN.match(tok):
+            shape.append(tok)
+        else:
+            break
+    return shape
+
+
+def strip_changing_prefixes(lines: list[str]) -> list[str]:
+    """Drop a per-line prefix whose value changes on every line (a `ts` timestamp, a build step
+    counter, elapsed seconds, a syslog header): the same token shapes, digits aside, on most lines.
+
+    The shape must hold a number that differs between lines and be at least two tokens long
+    (or one time-like token), so `#0` frame numbers or a column of words are left alone."""
+    sample = [ln for ln in lines[:_SAMPLE * 4] if ln.strip()][:_SAMPLE]
+    if len(sample) < 3:
+        return lines
+    counts: dict[tuple[str, ...], int] = {}
+    for ln in sample:
+        shape = _prefix_shape(ln)
+        for k in range(1, len(shape) + 1):
+            key = tuple(shape[:k])
+            counts[key] = counts.get(key, 0) + 1
+    need = max(3, len(sample) * 3 // 5)
+    best = max((key for key, n in counts.items() if n >= need), key=len, default=None)
+    if best is None or not any(t[:1].isdigit() or t[1:2].isdigit() for t in best):
+        return lines
+    if len(best) == 1 and not re.search(r"\d\.\d|\d:\d+:\d", best[0]):  # one token: a time, not a `2:10` row
+        return lines
+    k = len(best)
+    values = {" ".join(ln.lstrip(" ").split(" ", k)[:k]) for ln in sample[:50]}
+    if len(values) < 2:  # the same value on every line is a label, not a changing prefix: strip_prefixes' business
+        return lines
+    out = []
+    for ln in lines:
+        if ln.strip() and tuple(_prefix_shape(ln)[:k]) == best:
+            parts = ln.lstrip(" ").split(" ", k)
+            out.append(parts[k] if len(parts) > k else "")
+        else:
+            out.append(ln)
+    return out
 
 
 # --------------------------------------------------------------------------- lines wrapped by a terminal
