@@ -33,6 +33,7 @@ from .rank import primary_frame, rank_trace
 from .resolve import Resolver, column_of, make_dirs
 from .ruby import parse_ruby
 from .rust import parse_rust_panic
+from .structured import decode_structured
 from .text import strip_ansi, strip_prefixes, truncate_output, unwrap_terminal
 from .tsc import parse_tsc_kotlin
 
@@ -82,7 +83,7 @@ def parse_output(text: str, *, cwd: Path, workspace: Path, max_lines: int = MAX_
     text = strip_ansi(text)
     if text.count("\n") >= max_lines:
         text = truncate_output(text, max_lines=max_lines)
-    lines = unwrap_terminal(strip_prefixes(text.split("\n")))
+    lines = unwrap_terminal(decode_structured(strip_prefixes(text.split("\n"))))
     taken: set[int] = set()
     traces: list[Trace] = []
     resolver = Resolver(cwd, workspace)

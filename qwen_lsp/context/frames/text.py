@@ -109,12 +109,12 @@ def truncate_output(text: str, max_lines: int = 200, *, max_line_chars: int = 10
 _TS = r"\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?"
 _LEVEL = r"\[?(?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|CRITICAL|FATAL)\]?"
 _FIELD = r"\[[\w.:/@-]+\]"
-_PREFIX_RE = re.compile(rf"^(?:[\w.-]+ +\| |(?:(?:{_TS}|{_LEVEL}|{_FIELD}) )*(?:{_TS}|{_FIELD}) (?:(?:{_LEVEL}|{_FIELD}) )*)")
-_PREFIX_START = frozenset("0123456789[abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_.-")
+_PREFIX_RE = re.compile(rf"^(?:[\w.-]+ +\| | +{_FIELD} |(?:(?:{_TS}|{_LEVEL}|{_FIELD}) )*(?:{_TS}|{_FIELD}) (?:(?:{_LEVEL}|{_FIELD}) )*)")
+_PREFIX_START = frozenset(" 0123456789[abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_.-")
 
 
 def strip_prefixes(lines: list[str]) -> list[str]:
-    """Drop per-line prefixes (`web-1  | `, an ISO timestamp, `[worker-3] INFO`) when they repeat down the output.
+    """Drop per-line prefixes (`web-1  | `, an ISO timestamp, `[worker-3] INFO`, Ant's `    [javac] `) when they repeat down the output.
 
     A prefix must be on at least two lines and a fifth of the non-empty ones, so
     a single `[1/3] Building` line of a plain output is left alone. The text
