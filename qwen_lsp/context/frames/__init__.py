@@ -114,7 +114,7 @@ def parse_output(text: str, *, cwd: Path, workspace: Path, max_lines: int = MAX_
                 )
             )
         sizes = [len(s) for s in trace.sections] or [len(frames)]
-        rank_trace(frames, sizes, [raw.related for raw in trace.frames], stack=trace.stack)
+        rank_trace(frames, sizes, [raw.related for raw in trace.frames], stack=trace.stack, severity=trace.severity)
         out.extend(frames)
     return out
 

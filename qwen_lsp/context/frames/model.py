@@ -51,6 +51,7 @@ class Trace:
     sections: list[list[Raw]] = field(default_factory=list)  # chained exceptions
     guessed: bool = False  # from the generic location finder
     end: int | None = None  # last line of a report whose body may quote another tool's traceback
+    severity: Severity = "error"  # of its deepest frames: a stack printed with a warning ("(node:1) DeprecationWarning") is "warning"
 
 
 Parser = Callable[[list[str], set[int]], list[Trace]]

@@ -120,8 +120,9 @@ CASES: dict[str, dict] = {
     "h3_stylelint_two_files": {**H, "toolchain": "stylelint", "classes": ["loc_rows", "severity"], "files": {
         ".stylelintrc.json": STYLELINT_RC,
         "css/a.css": ".a {}\n",
-        "css/b.css": ".b {\n  color: red;\n  color: blue;  /* EXPECT */\n}\n"},
-        "cmd": f"{BIN}/stylelint 'css/**/*.css'"},
+        "css/b.css": ".b {\n  color: red;  /* EXPECT */\n  color: blue;\n}\n"},
+        "cmd": f"{BIN}/stylelint 'css/**/*.css'",
+        "note": "label corrected after the first run: stylelint reports a duplicate property at its first declaration"},
     "h3_yamllint": {**H, "toolchain": "yamllint", "classes": ["loc_rows", "severity"], "files": {
         ".yamllint": "extends: default\nrules:\n  document-start: disable\n",
         "conf/app.yaml": "name: demo\nitems:\n  - a\n  - b\nname: again  # EXPECT\n"},
