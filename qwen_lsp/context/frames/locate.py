@@ -50,7 +50,7 @@ _SHAPE_LIST = (
 )
 _SHAPES = re.compile("|".join(_SHAPE_LIST))
 _KEYS = [int(k) for k in re.findall(r"\(\?P<p(\d+)>", "|".join(_SHAPE_LIST))]
-_HINT = re.compile(r"line|:\d|\(\d|#\d|\[\d| \d+:\d")  # every shape has one of these: lines without are skipped fast
+_HINT = re.compile(r"line|:\d|\(\d|#\d|\[\d")  # every shape has one of these: lines without are skipped fast
 # A file named alone on a line (stylelint, yamllint, htmlhint, sqlfluff "== [q.sql] FAIL"), then rows of positions.
 _HEADER = re.compile(rf"^\s*(?:== )?\[?(?P<p>{_P})\]?:?(?: (?:FAIL(?:ED)?|PASS(?:ED)?|ERRORS?))?\s*$")
 _ROW = re.compile(
@@ -80,17 +80,18 @@ def find_locations(lines: list[str], taken: set[int], lookup: Lookup) -> list[Tr
         ln = lines[i]
         if i in taken or len(ln) > 2000:
             continue
-        if header is not None and (r := _ROW.match(ln)):
-            line = int(r["l1"] or r["l2"] or r["l3"])
-            col = r["c1"] or r["c2"]
-            if real(header, line):
-                candidates.append((i, Raw(at=i, path=header, line=line, column=int(col) or None if col else None, message=ln.strip()[:300])))
-            continue
-        if ln.count(" ", len(ln) - len(ln.lstrip())) <= 2 and (h := _HEADER.match(ln)) and real(h["p"], 1):
+        if header is not None:
+            if r := _ROW.match(ln):
+                line = int(r["l1"] or r["l2"] or r["l3"])
+                col = r["c1"] or r["c2"]
+                if real(header, line):
+                    candidates.append((i, Raw(at=i, path=header, line=line, column=int(col) or None if col else None, message=ln.strip()[:300])))
+                continue
+            if ln[:1] not in ("", " ", "\t"):
+                header = None
+        if ln.strip().count(" ") <= 2 and (h := _HEADER.match(ln)) and real(h["p"], 1):
             header = h["p"]
             continue
-        if header is not None and ln[:1] not in ("", " ", "\t"):
-            header = None
         if not _HINT.search(ln):
             continue
         for m in _SHAPES.finditer(ln):

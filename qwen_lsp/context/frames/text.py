@@ -180,14 +180,9 @@ def strip_changing_prefixes(lines: list[str]) -> list[str]:
     values = {" ".join(ln.lstrip(" ").split(" ", k)[:k]) for ln in sample[:50]}
     if len(values) < 2:  # the same value on every line is a label, not a changing prefix: strip_prefixes' business
         return lines
-    out = []
-    for ln in lines:
-        if ln.strip() and tuple(_prefix_shape(ln)[:k]) == best:
-            parts = ln.lstrip(" ").split(" ", k)
-            out.append(parts[k] if len(parts) > k else "")
-        else:
-            out.append(ln)
-    return out
+    parts = [re.escape(t).replace("0", r"\d+") if _NUM_TOKEN.match(t) else re.escape(t) for t in best]
+    prefix = re.compile("^ *" + " ".join(parts) + "(?: |$)")
+    return [prefix.sub("", ln, count=1) for ln in lines]
 
 
 # --------------------------------------------------------------------------- lines wrapped by a terminal
