@@ -70,16 +70,17 @@ def truncate_output(text: str, max_lines: int = 200, *, max_line_chars: int = 10
     failure keeps the root cause when it scrolled far up (first compiler error,
     first failing test, a traceback in the middle of a long log)."""
     lines = text.split("\n")
-    if max(map(len, lines)) > max_line_chars:
-        lines = [ln if len(ln) <= max_line_chars else ln[:max_line_chars] + " [...]" for ln in lines]
     n = len(lines)
     if n <= max_lines:
-        return "\n".join(lines)
+        return "\n".join(_capped(lines, max_line_chars))
     head = max(1, max_lines // 6)
     tail = max(1, max_lines * 2 // 5)
     window = max(0, max_lines - head - tail)
     keep = [(0, head), (n - tail, n)]
-    middle = "\n".join(lines[head : n - tail])
+    # The middle is searched as a slice of the text (no join of ~n lines); only kept lines are capped.
+    lo_off = sum(map(len, lines[:head])) + head
+    hi_off = len(text) - sum(map(len, lines[n - tail :])) - tail
+    middle = text[lo_off:hi_off]
     first = _first_failure(middle)
     if first is not None and window:
         anchor = head + middle.count("\n", 0, first)
@@ -96,11 +97,17 @@ def truncate_output(text: str, max_lines: int = 200, *, max_line_chars: int = 10
     for lo, hi in merged:
         if lo > pos:
             out.append(f"[... {lo - pos} lines omitted ...]")
-        out.extend(lines[lo:hi])
+        out.extend(_capped(lines[lo:hi], max_line_chars))
         pos = hi
     if pos < n:
         out.append(f"[... {n - pos} lines omitted ...]")
     return "\n".join(out)
+
+
+def _capped(lines: list[str], max_line_chars: int) -> list[str]:
+    if max(map(len, lines), default=0) <= max_line_chars:
+        return lines
+    return [ln if len(ln) <= max_line_chars else ln[:max_line_chars] + " [...]" for ln in lines]
 
 
 # --------------------------------------------------------------------------- per-line prefixes
