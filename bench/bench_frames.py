@@ -81,19 +81,34 @@ def big_log(n: int = 100_000) -> str:
     return "\n".join(lines)
 
 
+def json_log(n: int = 100_000) -> str:
+    """The same log as a JSON logger writes it: the traceback in one line, its newlines escaped."""
+    import json
+
+    lines = [json.dumps({"ts": f"2026-01-01T00:00:{i % 60:02d}Z", "level": "info", "msg": f"request {i} GET /api/items/{i} 200"}) for i in range(n)]
+    exc = "Traceback (most recent call last):\n  File \"/srv/app/worker.py\", line 12, in handle\n    return job['payload'].decode()\nAttributeError: x\n"
+    lines[n // 2] = json.dumps({"level": "error", "msg": "job failed", "exception": exc})
+    return "\n".join(lines)
+
+
+def ts_log(n: int = 100_000) -> str:
+    """The log through `ts` (moreutils): a timestamp that changes on every line, no ISO form."""
+    return "\n".join(f"Dec 04 10:{i // 3600 % 60:02d}:{i // 60 % 60:02d}.{i % 1000000:06d} {ln}" for i, ln in enumerate(big_log(n).split("\n")))
+
+
 def timing() -> None:
     """Best of three, wall clock and CPU time of this process (the CPU figure is steadier on a shared machine)."""
-    text = big_log()
     with tempfile.TemporaryDirectory() as tmp:
         ws = Path(tmp)
-        for label, fn in (
-            ("prompt path (truncate to 5000 lines + parse)", lambda: parse_output(truncate_output(text, max_lines=5000), cwd=ws, workspace=ws)),
-            ("language server path (parse_output, bounded)", lambda: parse_output(text, cwd=ws, workspace=ws)),
-        ):
-            wall, cpu = min(_timed(fn) for _ in range(3))
-            print(f"100k-line log, {label}: {wall * 1000:.0f} ms wall, {cpu * 1000:.0f} ms CPU")
-            figure(f"100k-line log, {label}, wall", wall * 1000, "ms")
-            figure(f"100k-line log, {label}, CPU", cpu * 1000, "ms")
+        for kind, text in (("", big_log()), ("JSON ", json_log()), ("ts-prefixed ", ts_log())):
+            for label, fn in (
+                ("prompt path (truncate to 5000 lines + parse)", lambda: parse_output(truncate_output(text, max_lines=5000), cwd=ws, workspace=ws)),
+                ("language server path (parse_output, bounded)", lambda: parse_output(text, cwd=ws, workspace=ws)),
+            ):
+                wall, cpu = min(_timed(fn) for _ in range(3))
+                print(f"100k-line {kind}log, {label}: {wall * 1000:.0f} ms wall, {cpu * 1000:.0f} ms CPU")
+                figure(f"100k-line {kind}log, {label}, wall", wall * 1000, "ms")
+                figure(f"100k-line {kind}log, {label}, CPU", cpu * 1000, "ms")
 
 
 def _timed(fn) -> tuple[float, float]:

@@ -24,7 +24,10 @@ from .severity import has_error_word, line_severity
 Lookup = Callable[[str], "tuple[str, int] | None"]
 
 _P = r"[\w.@~+/\\-]*[\w@~+-]\.[A-Za-z][\w+-]*|[\w.@~+/\\-]*/[\w.@~+-]+"  # has an extension or a directory
-# Each shape names its groups p<k>, l<k> and optionally c<k>. At one position the first shape that matches wins.
+# A path starts where a run of path characters starts: trying every later start inside a long token costs
+# quadratic time on lines full of them (JSON logs), and finds nothing the run's start does not.
+_B = r"(?<![\w.@~+/\\-])"
+# Each shape names its groups p<k> (or the shared pp), l<k> and optionally c<k>. At one position the first shape that matches wins.
 _SHAPE_LIST = (
     r'File "(?P<p1>[^"]+)", line (?P<l1>\d+)',  # OCaml, Python-like
     r'in file "(?P<p2>[^"]+)"(?: \(inlined\))?, line (?P<l2>\d+)',  # OCaml "Called from ... in file"
@@ -34,22 +37,31 @@ _SHAPE_LIST = (
     r'\{file,"(?P<p6>[^"]+)"\},\{line,(?P<l6>\d+)\}',  # Erlang terms
     rf'\((?P<p7>{_P}), line (?P<l7>\d+)\)',  # escript "(calc.erl, line 5)"
     r'\(file "(?P<p8>[^"]+)" line (?P<l8>\d+)\)',  # Tcl
-    rf"(?P<p9>{_P})\((?P<l9>\d+)(?:, ?(?P<c9>\d+))?\)",  # Nim, Free Pascal, MSBuild, PHP stacks
-    rf"(?P<p12>{_P}):?\[(?P<l12>\d+), ?(?P<c12>\d+)\]",  # Maven's javac "A.java:[7,17]", tslint "a.ts[2, 3]"
-    rf"(?P<p13>{_P}):\((?P<l13>\d+),(?P<c13>\d+)\)(?:-\(\d+,\d+\))?",  # "path:(4,1)-(5,18)"
-    rf"(?P<p14>{_P}) \((?P<l14>\d+):(?P<c14>\d+)\)",  # rollup "src/main.js (3:9)"
-    rf"(?P<p15>{_P}): .{{0,300}}?\((?P<l15>\d+):(?P<c15>\d+)\)\s*$",  # Babel, Prettier: the position after the message
-    rf"(?P<p10>{_P}):(?P<l10>\d+)(?::(?P<c10>\d+))?",  # anywhere on the line
-    rf"(?P<p16>{_P}) (?P<l16>\d+):(?P<c16>\d+)(?:-\d+)?\b",  # Sass "scss/main.scss 5:12  root stylesheet"
+    # A path, then what follows it (the path is matched once per token, atomically: none of these suffixes
+    # starts with a path character). Nim/Free Pascal/MSBuild/PHP "f.nim(4, 2)"; Maven's javac "A.java:[7,17]",
+    # tslint "a.ts[2, 3]"; "path:(4,1)-(5,18)"; rollup "src/main.js (3:9)"; "path:line[:col]" anywhere on the
+    # line; Sass "scss/main.scss 5:12  root stylesheet"; prose "(in test file t/a.bats, line 5)",
+    # "b.js: line 3, col 10", "in site.less on line 4, column 11".
+    rf"{_B}(?P<pp>(?>{_P}))(?:"
+    r"\((?P<l9>\d+)(?:, ?(?P<c9>\d+))?\)"
+    r"|:?\[(?P<l12>\d+), ?(?P<c12>\d+)\]"
+    r"|:\((?P<l13>\d+),(?P<c13>\d+)\)(?:-\(\d+,\d+\))?"
+    r"| \((?P<l14>\d+):(?P<c14>\d+)\)"
+    r"|:(?P<l10>\d+)(?::(?P<c10>\d+))?"
+    r"| (?P<l16>\d+):(?P<c16>\d+)(?:-\d+)?\b"
+    r"|[,:]? (?:on |at )?line (?P<l17>\d+)(?:,? col(?:umn)? (?P<c17>\d+))?"
+    r")",
     rf"\bline (?P<l11>\d+)(?:, column (?P<c11>\d+))? (?:of|in) (?:file )?(?P<p11>{_P})",
-    # prose: "(in test file t/a.bats, line 5)", "b.js: line 3, col 10", "in site.less on line 4, column 11"
-    rf"(?P<p17>{_P})[,:]? (?:on |at )?line (?P<l17>\d+)(?:,? col(?:umn)? (?P<c17>\d+))?",
     # key=value fields: "::error file=a.c,line=4,col=5::", "filename='app.py' lineno=10", JSON '"filename": "x", "lineno": 5'
     r"""\b(?:file|filename|path|pathname|source)["']?\s*[=:]\s*["']?(?P<p18>[^\s"',;}]+)["']?[^\n]{0,160}?"""
     r"""\b(?:line|lineno|line_number)["']?\s*[=:]\s*(?P<l18>\d+)(?:,?\s*["']?col(?:umn)?["']?\s*[=:]\s*(?P<c18>\d+))?""",
 )
 _SHAPES = re.compile("|".join(_SHAPE_LIST))
-_KEYS = [int(k) for k in re.findall(r"\(\?P<p(\d+)>", "|".join(_SHAPE_LIST))]
+# Babel, Prettier: "src/app.js: Unexpected token (3:12)", the position after the message. Found from the end
+# of the line, then the first "path: " before it (one pass each, no backtracking over the message).
+_AFTER_MESSAGE = re.compile(r"\((?P<l>\d+):(?P<c>\d+)\)\s*$")
+_PATH_COLON = re.compile(rf"{_B}(?P<p>{_P}): ")
+_KEYS = [int(k) for k in re.findall(r"\(\?P<l(\d+)>", "|".join(_SHAPE_LIST))]
 _HINT = re.compile(r"line|:\d|\(\d|#\d|\[\d")  # every shape has one of these: lines without are skipped fast
 # A file named alone on a line (stylelint, yamllint, htmlhint, sqlfluff "== [q.sql] FAIL"), then rows of positions.
 _HEADER = re.compile(rf"^\s*(?:== )?\[?(?P<p>{_P})\]?:?(?: (?:FAIL(?:ED)?|PASS(?:ED)?|ERRORS?))?\s*$")
@@ -95,11 +107,16 @@ def find_locations(lines: list[str], taken: set[int], lookup: Lookup) -> list[Tr
         if not _HINT.search(ln):
             continue
         for m in _SHAPES.finditer(ln):
-            k = next(n for n in _KEYS if m.group(f"p{n}") is not None)
-            path, line = m.group(f"p{k}"), int(m.group(f"l{k}"))
+            k = next(n for n in _KEYS if m.group(f"l{n}") is not None)
+            path, line = m["pp"] or m.group(f"p{k}"), int(m.group(f"l{k}"))
             col = m.groupdict().get(f"c{k}")
             if real(path, line):
                 candidates.append((i, Raw(at=i, path=path, line=line, column=int(col) or None if col else None, message=ln.strip()[:300])))
+        if ln.rstrip().endswith(")") and (a := _AFTER_MESSAGE.search(ln)):
+            line = int(a["l"])
+            p = next((p["p"] for p in _PATH_COLON.finditer(ln, 0, a.start()) if real(p["p"], line)), None)
+            if p is not None and not any(at == i and raw.path == p for at, raw in candidates[-3:]):
+                candidates.append((i, Raw(at=i, path=p, line=line, column=int(a["c"]) or None, message=ln.strip()[:300])))
     if not candidates:
         return []
     # Blocks: candidates no more than 3 lines apart.

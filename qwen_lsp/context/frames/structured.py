@@ -19,6 +19,8 @@ _LINE_KEYS = ("lineno", "line", "line_number", "lineNumber")
 _LEVEL_KEYS = ("level", "levelname", "severity", "lvl")
 _MESSAGE_KEYS = ("msg", "message", "event")
 _ESCAPED_STACK = re.compile(r'\\n(?:\s+at |\s+File \\"|Traceback)|Traceback \(most recent call last\):\\n')
+# Only a line holding an escaped newline or a frame's fields is worth decoding; the rest stay as printed.
+_WORTH = re.compile(r'\\n|"(?:filename|lineno|line|abs_path|pathname)"\s*:')
 _MAX_BLOCK = 2000  # lines of one pretty-printed JSON document
 _MAX_CHARS = 200_000
 
@@ -30,13 +32,15 @@ def decode_structured(lines: list[str]) -> list[str]:
         ln = lines[i]
         brace = ln.find("{")
         if 0 <= brace < 200 and len(ln) < _MAX_CHARS:
-            if ln[brace:].strip() == "{" and not ln[:brace].strip():  # pretty-printed: up to the closing brace
+            if (
+                ln[brace:].strip() == "{" and not ln[:brace].strip() and i + 1 < n and lines[i + 1].lstrip().startswith('"')
+            ):  # pretty-printed (a key on the next line, not a C block): up to the closing brace
                 end = _closing(lines, i, ln[:brace] + "}")
                 if end is not None and (obj := _loads("\n".join(lines[i : end + 1]))) is not None:
                     out.extend(_render(obj, ""))
                     i = end + 1
                     continue
-            elif ln.rstrip().endswith("}") and (obj := _loads(ln[brace:])) is not None:
+            elif ln.rstrip().endswith("}") and _WORTH.search(ln) and (obj := _loads(ln[brace:])) is not None:
                 out.extend(_render(obj, ln[:brace]))
                 i += 1
                 continue
