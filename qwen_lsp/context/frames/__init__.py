@@ -6,6 +6,12 @@ lines that claims the lines it understands and returns "traces": a stack trace
 the most specific to the generic `path:line[:col]: message`, so a line is read
 once by the parser that knows its format best. Paths are resolved against the
 workspace at the end; `rank` decides which frame is the one to fix.
+
+Before any recogniser: terminal escapes go, per-line prefixes are stripped (a
+fixed `web-1  | ` or a value that changes on every line, a timestamp or a step
+counter), and JSON log lines are decoded (`structured`), so an escaped traceback
+reads like the one a terminal shows. `severity` is the one vocabulary every
+recogniser reads a line's severity with.
 """
 
 from __future__ import annotations
