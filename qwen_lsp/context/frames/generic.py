@@ -44,7 +44,7 @@ def parse_generic(lines: list[str], taken: set[int]) -> list[Trace]:
             severity = _leading(msg) or "error"
         else:  # "    src/a.js:1:17:" under its "▲ [WARNING] ..." or "... is here:" header (esbuild)
             severity = _leading(_above(lines, i)) or "error"
-        if severity == "error" and (WRAPPER.search(msg) or WRAPPER.search(_above(lines, i))):
+        if severity == "error" and WRAPPER.search(msg):
             severity = "warning"  # "BUILD FAILED / build.xml:4: Compile failed": the compiler's own error comes first
         raw = Raw(
             at=i, path=m["path"], line=int(m["line"]), column=int(m["col"]) if m["col"] else None,
