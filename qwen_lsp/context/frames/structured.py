@@ -108,10 +108,10 @@ def _walk(node: Any, texts: list[str], stacks: list[list[str]], depth: int) -> N
             _walk(item, texts, stacks, depth + 1)
     elif isinstance(node, dict):
         for key, value in node.items():
-            if isinstance(value, list) and value and all(isinstance(v, dict) and _frame(v) for v in value):
-                frames = [_frame(v) for v in value]
+            frames = [f for v in value if isinstance(v, dict) and (f := _frame(v))] if isinstance(value, list) else []
+            if frames and len(frames) == len(value):  # a list of frames: a stack, outermost first
                 stack = ["Traceback (most recent call last):"]
-                stack += [f'  File "{p}", line {n}' + (f", in {f}" if f else "") for p, n, f in frames if p]  # type: ignore[misc]
+                stack += [f'  File "{p}", line {n}' + (f", in {fn}" if fn else "") for p, n, fn in frames]
                 exc = node.get("exc_type") or node.get("type")
                 stack.append(f"{exc}: {node.get('exc_value') or node.get('value') or ''}".rstrip() if exc else f"{key}: (frames)")
                 stacks.append(stack)
