@@ -18,16 +18,17 @@ sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "tests" / "context" / "samples" / "corpus"))
 
 from figures import figure
-from corpus_layout import lay_out, names
+from corpus_layout import heldout_names, lay_out, names
 
 from qwen_lsp.context.frames import parse_output, primary_frame, truncate_output
 
 
 def accuracy(verbose: bool) -> None:
     per: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    groups = {"specific": [0, 0], "generic": [0, 0], "held-out batch": [0, 0], "held-out batch 2": [0, 0]}
+    groups = {"specific": [0, 0], "generic": [0, 0], "held-out batch": [0, 0], "held-out batch 2": [0, 0], "held-out batch 3": [0, 0]}
+    classes: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     misses = []
-    for name in names():
+    for name in names() + heldout_names():
         with tempfile.TemporaryDirectory() as tmp:
             s = lay_out(name, Path(tmp).resolve())
             if s.expect is None:
@@ -38,10 +39,14 @@ def accuracy(verbose: bool) -> None:
             tool = s.meta["toolchain"] + (" (generic)" if s.meta.get("generic") else "")
             per[tool][0] += ok
             per[tool][1] += 1
-            for key in ("generic" if s.meta.get("generic") else "specific", {"heldout": "held-out batch", "heldout2": "held-out batch 2"}.get(s.meta.get("batch", ""))):
+            for key in (None if s.meta.get("batch") == "heldout3" else "generic" if s.meta.get("generic") else "specific", {"heldout": "held-out batch", "heldout2": "held-out batch 2", "heldout3": "held-out batch 3"}.get(s.meta.get("batch", ""))):
                 if key:
                     groups[key][0] += ok
                     groups[key][1] += 1
+            if s.meta.get("batch") == "heldout3":
+                for c in s.meta.get("classes") or ["other"]:
+                    classes[c][0] += ok
+                    classes[c][1] += 1
             if not ok:
                 misses.append(f"  {name}: want {s.expect}, got {(got.resolved, got.line) if got else None}")
     print(f"{'toolchain':<24} {'exact':>5} / {'n':<3}")
@@ -51,6 +56,10 @@ def accuracy(verbose: bool) -> None:
     for group, (ok, n) in groups.items():
         print(f"{group + ' total':<24} {ok:>5} / {n:<3} {100 * ok / max(n, 1):5.1f}%")
         figure(f"primary exact, {group} corpus", 100 * ok / max(n, 1), "%")
+    print("held-out batch 3 per miss class (issue 27):")
+    for c in sorted(classes):
+        ok, n = classes[c]
+        print(f"  {c:<22} {ok:>5} / {n:<3} {100 * ok / n:5.0f}%")
     if misses and verbose:
         print("misses:\n" + "\n".join(misses))
 
@@ -72,19 +81,34 @@ def big_log(n: int = 100_000) -> str:
     return "\n".join(lines)
 
 
+def json_log(n: int = 100_000) -> str:
+    """The same log as a JSON logger writes it: the traceback in one line, its newlines escaped."""
+    import json
+
+    lines = [json.dumps({"ts": f"2026-01-01T00:00:{i % 60:02d}Z", "level": "info", "msg": f"request {i} GET /api/items/{i} 200"}) for i in range(n)]
+    exc = "Traceback (most recent call last):\n  File \"/srv/app/worker.py\", line 12, in handle\n    return job['payload'].decode()\nAttributeError: x\n"
+    lines[n // 2] = json.dumps({"level": "error", "msg": "job failed", "exception": exc})
+    return "\n".join(lines)
+
+
+def ts_log(n: int = 100_000) -> str:
+    """The log through `ts` (moreutils): a timestamp that changes on every line, no ISO form."""
+    return "\n".join(f"Dec 04 10:{i // 3600 % 60:02d}:{i // 60 % 60:02d}.{i % 1000000:06d} {ln}" for i, ln in enumerate(big_log(n).split("\n")))
+
+
 def timing() -> None:
     """Best of three, wall clock and CPU time of this process (the CPU figure is steadier on a shared machine)."""
-    text = big_log()
     with tempfile.TemporaryDirectory() as tmp:
         ws = Path(tmp)
-        for label, fn in (
-            ("prompt path (truncate to 5000 lines + parse)", lambda: parse_output(truncate_output(text, max_lines=5000), cwd=ws, workspace=ws)),
-            ("language server path (parse_output, bounded)", lambda: parse_output(text, cwd=ws, workspace=ws)),
-        ):
-            wall, cpu = min(_timed(fn) for _ in range(3))
-            print(f"100k-line log, {label}: {wall * 1000:.0f} ms wall, {cpu * 1000:.0f} ms CPU")
-            figure(f"100k-line log, {label}, wall", wall * 1000, "ms")
-            figure(f"100k-line log, {label}, CPU", cpu * 1000, "ms")
+        for kind, text in (("", big_log()), ("JSON ", json_log()), ("ts-prefixed ", ts_log())):
+            for label, fn in (
+                ("prompt path (truncate to 5000 lines + parse)", lambda: parse_output(truncate_output(text, max_lines=5000), cwd=ws, workspace=ws)),
+                ("language server path (parse_output, bounded)", lambda: parse_output(text, cwd=ws, workspace=ws)),
+            ):
+                wall, cpu = min(_timed(fn) for _ in range(3))
+                print(f"100k-line {kind}log, {label}: {wall * 1000:.0f} ms wall, {cpu * 1000:.0f} ms CPU")
+                figure(f"100k-line {kind}log, {label}, wall", wall * 1000, "ms")
+                figure(f"100k-line {kind}log, {label}, CPU", cpu * 1000, "ms")
 
 
 def _timed(fn) -> tuple[float, float]:

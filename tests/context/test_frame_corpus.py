@@ -38,9 +38,7 @@ def test_corpus_size_and_coverage() -> None:
 
 
 # Misses of the held-out batch, kept as they came out (see bench/bench_frames.py -v).
-KNOWN_MISSES = {
-    "ho_nim_index": "a Nim stack trace is printed outermost first; the generic finder takes the block's first line",
-}
+KNOWN_MISSES: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(reason=KNOWN_MISSES[n], strict=True)) if n in KNOWN_MISSES else n for n in names()])

@@ -6,6 +6,12 @@ lines that claims the lines it understands and returns "traces": a stack trace
 the most specific to the generic `path:line[:col]: message`, so a line is read
 once by the parser that knows its format best. Paths are resolved against the
 workspace at the end; `rank` decides which frame is the one to fix.
+
+Before any recogniser: terminal escapes go, per-line prefixes are stripped (a
+fixed `web-1  | ` or a value that changes on every line, a timestamp or a step
+counter), and JSON log lines are decoded (`structured`), so an escaped traceback
+reads like the one a terminal shows. `severity` is the one vocabulary every
+recogniser reads a line's severity with.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from .rank import primary_frame, rank_trace
 from .resolve import Resolver, column_of, make_dirs
 from .ruby import parse_ruby
 from .rust import parse_rust_panic
+from .structured import decode_structured
 from .text import strip_ansi, strip_prefixes, truncate_output, unwrap_terminal
 from .tsc import parse_tsc_kotlin
 
@@ -82,7 +89,7 @@ def parse_output(text: str, *, cwd: Path, workspace: Path, max_lines: int = MAX_
     text = strip_ansi(text)
     if text.count("\n") >= max_lines:
         text = truncate_output(text, max_lines=max_lines)
-    lines = unwrap_terminal(strip_prefixes(text.split("\n")))
+    lines = unwrap_terminal(decode_structured(strip_prefixes(text.split("\n"))))
     taken: set[int] = set()
     traces: list[Trace] = []
     resolver = Resolver(cwd, workspace)
@@ -113,7 +120,7 @@ def parse_output(text: str, *, cwd: Path, workspace: Path, max_lines: int = MAX_
                 )
             )
         sizes = [len(s) for s in trace.sections] or [len(frames)]
-        rank_trace(frames, sizes, [raw.related for raw in trace.frames], stack=trace.stack)
+        rank_trace(frames, sizes, [raw.related for raw in trace.frames], stack=trace.stack, severity=trace.severity)
         out.extend(frames)
     return out
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 
-from .model import PATH, Raw, Severity, Trace, lint_severity, plausible_path, severity_word
+from .model import PATH, Raw, Severity, Trace, lint_severity, plausible_path
+from .severity import severity_word
 
 _ARROW = re.compile(rf"^\s*(?:-->|╭─▶|┌─|,-\[)\s*(?P<path>{PATH}):(?P<line>\d+):(?P<col>\d+)\]?\s*$")
 _RUST_HEADER = re.compile(r"^(?P<sev>error|warning|note|help|invalid-syntax)(?:\[(?P<code>[\w-]+)\])?: (?P<msg>.+)$")

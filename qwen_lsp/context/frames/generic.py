@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import re
 
-from .model import PATH, Raw, Severity, Trace, lint_severity, plausible_path, severity_word
+from .model import PATH, Raw, Severity, Trace, lint_severity, plausible_path
+from .severity import WRAPPER, line_severity, severity_word
 
 _GENERIC = re.compile(rf"^\s*(?P<path>{PATH}):(?P<line>\d+)(?::(?P<col>\d+))?:(?:\s+(?P<msg>.*))?$")
-_SEV_PREFIX = re.compile(r"^(?P<sev>fatal error|error|warning|note|info|hint|remark)(?:\[[\w-]+\])?\s*:\s*", re.IGNORECASE)
+_SEV_PREFIX = re.compile(r"^(?P<sev>fatal error|error|warning|note|info|hint|remark|style|portability|performance|information)(?:\[[\w-]+\])?\s*:\s*", re.IGNORECASE)
 # "path:3: in function 'f'" is a line of a stack traceback (Lua), not a diagnostic: the generic
 # location finder reads those, as a block, with the error line above them.
 _STACK_LINE = re.compile(r"^in (?:function|local|method|upvalue|field|main chunk|for iterator|\?)\b")
@@ -39,6 +40,12 @@ def parse_generic(lines: list[str], taken: set[int]) -> list[Trace]:
             severity = "warning"
         elif t := _TAGGED.search(msg):  # ESLint's unix format: "message [Error/rule]"
             severity = severity_word(t["sev"])
+        elif msg:
+            severity = _leading(msg) or "error"
+        else:  # "    src/a.js:1:17:" under its "▲ [WARNING] ..." or "... is here:" header (esbuild)
+            severity = _leading(_above(lines, i)) or "error"
+        if severity == "error" and WRAPPER.search(msg):
+            severity = "warning"  # "BUILD FAILED / build.xml:4: Compile failed": the compiler's own error comes first
         raw = Raw(
             at=i, path=m["path"], line=int(m["line"]), column=int(m["col"]) if m["col"] else None,
             function=func_for.get(m["path"]), message=msg or "error", severity=severity,
@@ -46,3 +53,17 @@ def parse_generic(lines: list[str], taken: set[int]) -> list[Trace]:
         taken.add(i)
         traces.append(Trace(start=i, frames=[raw], stack=False))
     return traces
+
+
+def _leading(text: str) -> Severity | None:
+    """The vocabulary's verdict when it comes early in the message ("namespace warning : ..."), else None."""
+    sev = line_severity(text[:40])
+    return sev if sev != "error" else None  # an error is the default already; only a milder word changes it
+
+
+def _above(lines: list[str], i: int) -> str:
+    """The nearest non-blank line above, within three lines."""
+    for k in range(i - 1, max(-1, i - 4), -1):
+        if lines[k].strip():
+            return lines[k]
+    return ""

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import re
 
-from .model import PATH, Raw, Severity, Trace, lint_severity, plausible_path, severity_word
+from .model import PATH, Raw, Severity, Trace, lint_severity, plausible_path
+from .severity import severity_word
 
 _FILE_HEADER = re.compile(rf"^(?P<path>{PATH}):?\s*$")
 _STYLISH_ROW = re.compile(r"^\s+(?P<line>\d+):(?P<col>\d+)\s+(?P<sev>error|warning)\s+(?P<msg>.+?)(?:\s{2,}(?P<rule>[\w/@.-]+))?\s*$")
@@ -67,8 +68,7 @@ def parse_shellcheck(lines: list[str], taken: set[int]) -> list[Trace]:
         taken.add(i + 1)  # the code line
         j = i + 2
         while j < len(lines) and (c := _SC_CARET.match(lines[j])):
-            sev = c["sev"] or "warning"
-            severity: Severity = "error" if sev == "error" else "warning" if sev == "warning" else "info"
+            severity: Severity = severity_word(c["sev"] or "warning")  # ShellCheck's "style" is a warning, "info" info
             raw = Raw(at=j, path=h["path"], line=int(h["line"]), column=len(c["pad"]) + 1, message=f"{c['code']}: {c['msg']}", severity=severity)
             traces.append(Trace(start=j, frames=[raw], stack=False))
             taken.add(j)

@@ -51,6 +51,7 @@ class Trace:
     sections: list[list[Raw]] = field(default_factory=list)  # chained exceptions
     guessed: bool = False  # from the generic location finder
     end: int | None = None  # last line of a report whose body may quote another tool's traceback
+    severity: Severity = "error"  # of its deepest frames: a stack printed with a warning ("(node:1) DeprecationWarning") is "warning"
 
 
 Parser = Callable[[list[str], set[int]], list[Trace]]
@@ -75,12 +76,3 @@ def lint_severity(code: str) -> Severity:
     if code.startswith(("E9", "F82", "F63", "F7")) or code in {"F821", "F822", "F823"}:
         return "error"
     return "warning"
-
-
-def severity_word(word: str) -> Severity:
-    word = word.lower()
-    if word in {"error", "fatal error", "fatal", "e"}:
-        return "error"
-    if word in {"warning", "warn", "w"}:
-        return "warning"
-    return "info"

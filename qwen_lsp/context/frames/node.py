@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 from urllib.parse import unquote
 
-from .model import PATH, Raw, Trace
+from .model import PATH, Raw, Severity, Trace
+from .severity import line_severity
 
 _NODE_AT = re.compile(r"^\s+at (?:(?P<func>.+?) \((?P<loc>.+)\)|(?P<loc2>\S+))\s*$")
 _NODE_LOC = re.compile(r"^(?P<path>.+?):(?P<line>\d+):(?P<col>\d+)$")
@@ -64,6 +65,10 @@ def parse_node(lines: list[str], taken: set[int]) -> list[Trace]:
                     taken.update(range(back, h + 1))
                     break
         frames.reverse()
+        if not header and all(_library(f.path) for f in frames):
+            # A bundler's or linter's own stack (rollup, babel): its message names the user's file in a
+            # format of its own; the lines above the stack are left to the other recognisers.
+            taken.difference_update(range(msg_start, start))
         if header:
             # Where it was thrown; for a SyntaxError the only user location (the frames are the loader's).
             path = header["path"]
@@ -72,8 +77,14 @@ def parse_node(lines: list[str], taken: set[int]) -> list[Trace]:
                 frames.append(Raw(at=back, path=path, line=int(header["line"])))
         for f in frames:
             f.message = message
-        traces.append(Trace(start=msg_start, frames=frames))
+        # "(node:123) DeprecationWarning: ..." with --trace-warnings: a warning's stack, not a failure
+        severity: Severity = "warning" if line_severity(message) == "warning" else "error"
+        traces.append(Trace(start=msg_start, frames=frames, severity=severity))
     return traces
+
+
+def _library(path: str) -> bool:
+    return path.startswith("node:") or "/node_modules/" in path
 
 
 def parse_node_tap(lines: list[str], taken: set[int]) -> list[Trace]:

@@ -27,9 +27,16 @@ def parse_pytest(lines: list[str], taken: set[int]) -> list[Trace]:
     last_def: str | None = None
     exc_name: str | None = None
 
+    claimed: list[int] = []  # lines of the current test's report
+
     def finish() -> None:
         if trace is None or not trace.frames:
+            # A report with no location pytest's formats name (a plugin's "path:5 in test_x() -> ..."):
+            # its lines go back to the other recognisers.
+            taken.difference_update(claimed)
+            claimed.clear()
             return
+        claimed.clear()
         message = ""
         if e_blocks:
             block = e_blocks[-1]
@@ -60,6 +67,7 @@ def parse_pytest(lines: list[str], taken: set[int]) -> list[Trace]:
             trace = Trace(start=i, frames=[])
             e_blocks, last_def, exc_name, in_captured, native = [], None, None, False, False
             taken.add(i)
+            claimed.append(i)
             continue
         if trace is None:
             continue
@@ -73,6 +81,7 @@ def parse_pytest(lines: list[str], taken: set[int]) -> list[Trace]:
         if native:
             continue
         taken.add(i)
+        claimed.append(i)
         if _PYTEST_SEP.match(ln):
             last_def = None
             continue

@@ -8,7 +8,8 @@ import re
 from .model import Raw, Trace
 
 _PY_HEADER = re.compile(r"^\s*(?:Exception Group )?Traceback \(most recent call last\):\s*$")
-PY_FILE = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>.+))?\s*$')
+# loguru marks the frame that caught the exception with "> File ..."
+PY_FILE = re.compile(r'^\s*(?:> )?File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>.+))?\s*$')
 _PY_CHAIN = re.compile(
     r"^\s*(During handling of the above exception, another exception occurred:|"
     r"The above exception was the direct cause of the following exception:)\s*$"

@@ -4,20 +4,22 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .model import Frame
+from .model import Frame, Severity
 
 
-def rank_trace(frames: list[Frame], section_sizes: Iterable[int], related: Iterable[bool], *, stack: bool) -> None:
+def rank_trace(
+    frames: list[Frame], section_sizes: Iterable[int], related: Iterable[bool], *, stack: bool, severity: Severity = "error"
+) -> None:
     """Severities of one trace: a call stack's callers are context, and so is every related stack
     (a Suppressed: exception, ASan's "freed by", the race detector's previous access)."""
     if stack:
-        stack_severities(frames, section_sizes)
+        stack_severities(frames, section_sizes, severity)
     for frame, is_related in zip(frames, related, strict=True):
         if is_related:
             frame.severity = "info"
 
 
-def stack_severities(frames: list[Frame], section_sizes: Iterable[int]) -> None:
+def stack_severities(frames: list[Frame], section_sizes: Iterable[int], severity: Severity = "error") -> None:
     """In each section of a stack trace: innermost and deepest user frame are errors, callers info."""
     pos = 0
     for size in section_sizes:
@@ -27,10 +29,10 @@ def stack_severities(frames: list[Frame], section_sizes: Iterable[int]) -> None:
             continue
         for f in section:
             f.severity = "info"
-        section[-1].severity = "error"
+        section[-1].severity = severity
         user = [f for f in section if f.resolved and not f.library]
         if user:
-            user[-1].severity = "error"
+            user[-1].severity = severity
 
 
 def primary_frame(frames: list[Frame]) -> Frame | None:

@@ -70,16 +70,17 @@ def truncate_output(text: str, max_lines: int = 200, *, max_line_chars: int = 10
     failure keeps the root cause when it scrolled far up (first compiler error,
     first failing test, a traceback in the middle of a long log)."""
     lines = text.split("\n")
-    if max(map(len, lines)) > max_line_chars:
-        lines = [ln if len(ln) <= max_line_chars else ln[:max_line_chars] + " [...]" for ln in lines]
     n = len(lines)
     if n <= max_lines:
-        return "\n".join(lines)
+        return "\n".join(_capped(lines, max_line_chars))
     head = max(1, max_lines // 6)
     tail = max(1, max_lines * 2 // 5)
     window = max(0, max_lines - head - tail)
     keep = [(0, head), (n - tail, n)]
-    middle = "\n".join(lines[head : n - tail])
+    # The middle is searched as a slice of the text (no join of ~n lines); only kept lines are capped.
+    lo_off = sum(map(len, lines[:head])) + head
+    hi_off = len(text) - sum(map(len, lines[n - tail :])) - tail
+    middle = text[lo_off:hi_off]
     first = _first_failure(middle)
     if first is not None and window:
         anchor = head + middle.count("\n", 0, first)
@@ -96,11 +97,17 @@ def truncate_output(text: str, max_lines: int = 200, *, max_line_chars: int = 10
     for lo, hi in merged:
         if lo > pos:
             out.append(f"[... {lo - pos} lines omitted ...]")
-        out.extend(lines[lo:hi])
+        out.extend(_capped(lines[lo:hi], max_line_chars))
         pos = hi
     if pos < n:
         out.append(f"[... {n - pos} lines omitted ...]")
     return "\n".join(out)
+
+
+def _capped(lines: list[str], max_line_chars: int) -> list[str]:
+    if max(map(len, lines), default=0) <= max_line_chars:
+        return lines
+    return [ln if len(ln) <= max_line_chars else ln[:max_line_chars] + " [...]" for ln in lines]
 
 
 # --------------------------------------------------------------------------- per-line prefixes
@@ -109,12 +116,12 @@ def truncate_output(text: str, max_lines: int = 200, *, max_line_chars: int = 10
 _TS = r"\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?"
 _LEVEL = r"\[?(?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|CRITICAL|FATAL)\]?"
 _FIELD = r"\[[\w.:/@-]+\]"
-_PREFIX_RE = re.compile(rf"^(?:[\w.-]+ +\| |(?:(?:{_TS}|{_LEVEL}|{_FIELD}) )*(?:{_TS}|{_FIELD}) (?:(?:{_LEVEL}|{_FIELD}) )*)")
-_PREFIX_START = frozenset("0123456789[abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_.-")
+_PREFIX_RE = re.compile(rf"^(?:[\w.-]+ +\| | +{_FIELD} |(?:(?:{_TS}|{_LEVEL}|{_FIELD}) )*(?:{_TS}|{_FIELD}) (?:(?:{_LEVEL}|{_FIELD}) )*)")
+_PREFIX_START = frozenset(" 0123456789[abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_.-")
 
 
 def strip_prefixes(lines: list[str]) -> list[str]:
-    """Drop per-line prefixes (`web-1  | `, an ISO timestamp, `[worker-3] INFO`) when they repeat down the output.
+    """Drop per-line prefixes (`web-1  | `, an ISO timestamp, `[worker-3] INFO`, Ant's `    [javac] `) when they repeat down the output.
 
     A prefix must be on at least two lines and a fifth of the non-empty ones, so
     a single `[1/3] Building` line of a plain output is left alone. The text
@@ -130,8 +137,59 @@ def strip_prefixes(lines: list[str]) -> list[str]:
         cut.append(m.end() if m else 0)
     hits = sum(1 for c in cut if c)
     if hits < 2 or hits * 5 < non_empty:
-        return lines
+        return strip_changing_prefixes(lines)
     return [ln[c:] if c else ln for ln, c in zip(lines, cut, strict=True)]
+
+
+# Tokens a prefix of changing values is made of: numbers and times (`#7`, `0.224`, `[0.361820]`, `0.137s`,
+# `14:53:27.425190`, `[4/5]`), and fixed words (`Dec`, `host`, `myapp[4242]:`, `[step`).
+_NUM_TOKEN = re.compile(r"^[\[(#]?\d[\d:.,/TZ+-]*(?:s|ms)?[\])]?:?$")
+_WORD_TOKEN = re.compile(r"^\[?[A-Za-z][\w.-]*(?:\[\d+\])?[:\]]?$")
+_DIGITS = re.compile(r"\d+")
+_SAMPLE = 500  # lines that decide the prefix shape; the cut applies to every line of that shape
+
+
+def _prefix_shape(line: str) -> list[str]:
+    """Shapes of the leading prefix-like tokens, digits folded (`#7 0.224` -> ["#0", "0.0"])."""
+    shape: list[str] = []
+    for tok in line.lstrip(" ").split(" ", 7)[:7]:
+        if _NUM_TOKEN.match(tok):
+            shape.append(_DIGITS.sub("0", tok))
+        elif _WORD_TOKEN.match(tok):
+            shape.append(tok)
+        else:
+            break
+    return shape
+
+
+def strip_changing_prefixes(lines: list[str]) -> list[str]:
+    """Drop a per-line prefix whose value changes on every line (a `ts` timestamp, a build step
+    counter, elapsed seconds, a syslog header): the same token shapes, digits aside, on most lines.
+
+    The shape must hold a number that differs between lines and be at least two tokens long
+    (or one time-like token), so `#0` frame numbers or a column of words are left alone."""
+    sample = [ln for ln in lines[:_SAMPLE * 4] if ln.strip()][:_SAMPLE]
+    if len(sample) < 3:
+        return lines
+    counts: dict[tuple[str, ...], int] = {}
+    for ln in sample:
+        shape = _prefix_shape(ln)
+        for k in range(1, len(shape) + 1):
+            key = tuple(shape[:k])
+            counts[key] = counts.get(key, 0) + 1
+    need = max(3, len(sample) * 3 // 5)
+    best = max((key for key, n in counts.items() if n >= need), key=len, default=None)
+    if best is None or not any(t[:1].isdigit() or t[1:2].isdigit() for t in best):
+        return lines
+    if len(best) == 1 and not re.search(r"\d\.\d|\d:\d+:\d", best[0]):  # one token: a time, not a `2:10` row
+        return lines
+    k = len(best)
+    values = {" ".join(ln.lstrip(" ").split(" ", k)[:k]) for ln in sample[:50]}
+    if len(values) < 2:  # the same value on every line is a label, not a changing prefix: strip_prefixes' business
+        return lines
+    parts = [re.escape(t).replace("0", r"\d+") if _NUM_TOKEN.match(t) else re.escape(t) for t in best]
+    prefix = re.compile("^ *" + " ".join(parts) + "(?: |$)")
+    return [prefix.sub("", ln, count=1) for ln in lines]
 
 
 # --------------------------------------------------------------------------- lines wrapped by a terminal

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from urllib.parse import unquote
 
-from .model import PATH, Raw, Trace, severity_word
+from .model import PATH, Raw, Trace
+from .severity import severity_word
 
 _TSC = re.compile(rf"^(?P<path>{PATH})\((?P<line>\d+),(?P<col>\d+)\): (?P<sev>error|warning|message) (?P<code>TS\d+): (?P<msg>.*)$")
 _TSC_PRETTY = re.compile(rf"^(?P<path>{PATH}):(?P<line>\d+):(?P<col>\d+) - (?P<sev>error|warning|message) (?P<code>TS\d+): (?P<msg>.*)$")

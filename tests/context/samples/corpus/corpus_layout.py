@@ -28,6 +28,15 @@ def names() -> list[str]:
     return sorted(p.name for p in SAMPLES.iterdir() if (p / "output.txt").is_file())
 
 
+# Held-out batches stored apart from the corpus the recognisers were written against: a name is
+# "<folder>/<case>", which lay_out reads like any other.
+HELDOUT_DIRS = ("heldout3",)
+
+
+def heldout_names() -> list[str]:
+    return sorted(f"{d}/{p.name}" for d in HELDOUT_DIRS for p in (SAMPLES / d).iterdir() if (p / "output.txt").is_file())
+
+
 def lay_out(name: str, dest: Path) -> Sample:
     """Copy the sample's sources (minus the `.sample` suffix) under dest; @WS@ in the output becomes that path."""
     src = SAMPLES / name

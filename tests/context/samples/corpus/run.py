@@ -98,7 +98,7 @@ def run_case(name: str, case: dict) -> None:
             "note": case.get("note"),
             "batch": case.get("batch"),
         }
-        write_sample(SAMPLES / name, case["files"], output, {k: v for k, v in meta.items() if v is not None})
+        write_sample(SAMPLES / case.get("out", ".") / name, case["files"], output, {k: v for k, v in meta.items() if v is not None})
         print(f"{name}: {len(output.splitlines())} lines")
     finally:
         shutil.rmtree(base, ignore_errors=True)
