@@ -90,8 +90,8 @@ def _script_arguments(root: str, command: str) -> list[str]:
     for i, word in enumerate(words):
         if word.startswith("-") or "%" in word or "=" in word or "$" in word:
             continue
-        if i == 0 and "/" not in word:
-            continue  # found on PATH, not in the workspace
+        if "/" not in word and (i == 0 or "." not in word.strip(".")):
+            continue  # a program found on PATH, or a word that names no file (`git-lfs clean`)
         target = _inside(root, word, root)
         if target:
             out.append(target)
