@@ -15,7 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from qwen_lsp.apply import apply_changes
 from qwen_lsp.engine import sandbox
+from qwen_lsp.engine.protected import ProtectedPath
+from qwen_lsp.types import FileChange
 from tests.qfix.helpers import BIN, BUGGY, FIXED, PLAN, QFIX, finish, git, spawn
 from tests.vllm_double import Reply
 
@@ -87,6 +90,21 @@ def test_git_hooks_path_and_included_config_are_refused_and_no_git_command_runs_
     assert hook.read_text() == "#!/bin/sh\nexit 0\n" and (repo / "gitconfig.local").read_text() == "[user]\n\tname = t\n"
     assert commit_everything(repo, qfix_env).returncode == 0
     assert not by_hook.exists() and not by_config.exists()
+
+
+@pytest.mark.parametrize("path", [".githooks/pre-commit", "gitconfig.local", "tools/clean.py", ".gitmodules"])
+def test_apply_changes_asks_git_again_and_refuses_what_it_runs(tmp_path, path):
+    """The second line, for a result computed before the configuration changed (or by anyone)."""
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    git(tmp_path, "config", "core.hooksPath", ".githooks")
+    git(tmp_path, "config", "include.path", "../gitconfig.local")
+    git(tmp_path, "config", "filter.x.clean", "python3 tools/clean.py %f")
+    (tmp_path / "a.py").write_text("a = 1\n")
+    changes = [FileChange(path="a.py", original="a = 1\n", updated="a = 2\n", diff=""),
+               FileChange(path=path, original="", updated="touch pwned\n", diff="", created=True)]
+    with pytest.raises(ProtectedPath, match="nothing was written"):
+        apply_changes(tmp_path, changes)
+    assert (tmp_path / "a.py").read_text() == "a = 1\n" and not (tmp_path / path).exists()
 
 
 # -- runs later: shown, never written by --yes ---------------------------------------------------------
