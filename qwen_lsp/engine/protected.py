@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath
 
 from qwen_lsp.engine.runs_later import ConfigEntry, executed_paths, git_reason
-from qwen_lsp.gitio import GitError, config_entries
+from qwen_lsp.gitio import GitError, config_entries, repo_root
 
 log = logging.getLogger(__name__)
 
@@ -41,13 +41,14 @@ class ProtectedPath(ValueError):
 def git_executed(root: Path) -> dict[str, str]:
     """What git's configuration makes it run in `root` (workspace-relative path -> why); without
     git, only `.gitmodules` (git's own folder is protected by name whatever git says)."""
-    real = os.path.realpath(root)
+    real = Path(os.path.realpath(root))
     try:
-        entries = [ConfigEntry(*e) for e in config_entries(Path(real))]
+        entries = [ConfigEntry(*e) for e in config_entries(real)]
+        top = Path(os.path.realpath(repo_root(real))).as_posix()
     except GitError as exc:
         log.debug("cannot ask git what it runs in %s: %s", root, exc)
-        entries = []
-    return executed_paths(Path(real).as_posix(), entries)
+        entries, top = [], None
+    return executed_paths(real.as_posix(), entries, top)
 
 
 def protected_reason(root: Path, rel: str, extra: Iterable[Path] = (),

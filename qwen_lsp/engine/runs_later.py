@@ -53,10 +53,12 @@ _COMMAND_KEY = re.compile(
 _BOOLEAN = {"true", "false", "yes", "no", "on", "off", "1", "0", ""}
 
 
-def executed_paths(root: str, entries: Iterable[ConfigEntry]) -> dict[str, str]:
+def executed_paths(root: str, entries: Iterable[ConfigEntry], top: str | None = None) -> dict[str, str]:
     """Workspace-relative paths (files or folders) that git runs or reads commands from, with why.
-    `root`: the workspace's absolute POSIX path; relative config values are relative to it (git runs
-    hooks and drivers at the top of the work tree), include paths to the including file's folder."""
+    `root`: the workspace's absolute POSIX path, where git was asked (origins are relative to it);
+    `top`: the work tree's top (default `root`), which relative hook and driver paths are relative to
+    (git runs them there); include paths are relative to the including file's folder."""
+    top = top or root
     found: dict[str, str] = {".gitmodules": GITMODULES_WHY}
     for entry in entries:
         key, value = entry.key.lower(), entry.value.strip()
@@ -67,7 +69,7 @@ def executed_paths(root: str, entries: Iterable[ConfigEntry]) -> dict[str, str]:
                 found.setdefault(target, f"git reads it as configuration (included by {_origin_name(entry.origin)})")
             continue
         if key == "core.hookspath":
-            target = _inside(root, value, root)
+            target = _inside(root, value, top)
             if target:
                 found.setdefault(target, "git runs the hooks in it (core.hooksPath)")
             continue
@@ -75,12 +77,12 @@ def executed_paths(root: str, entries: Iterable[ConfigEntry]) -> dict[str, str]:
             continue
         if key.startswith(("alias.", "submodule.")) and not value.startswith("!"):
             continue  # a plain alias or update mode runs no program
-        for target in _script_arguments(root, value.removeprefix("!")):
+        for target in _script_arguments(root, top, value.removeprefix("!")):
             found.setdefault(target, f"git runs it ({key})")
     return found
 
 
-def _script_arguments(root: str, command: str) -> list[str]:
+def _script_arguments(root: str, top: str, command: str) -> list[str]:
     """Workspace files a command line names: its program if given as a path, and its arguments."""
     try:
         words = shlex.split(command)
@@ -92,7 +94,7 @@ def _script_arguments(root: str, command: str) -> list[str]:
             continue
         if "/" not in word and (i == 0 or "." not in word.strip(".")):
             continue  # a program found on PATH, or a word that names no file (`git-lfs clean`)
-        target = _inside(root, word, root)
+        target = _inside(root, word, top)
         if target:
             out.append(target)
     return out

@@ -70,3 +70,14 @@ def test_the_listing_names_each_file_once_with_why_and_the_ignored_ones():
                for p in ["calc.py", ".envrc", ".env"]]
     shown = listing(changes, set(), {".env"})
     assert shown.runs_later == [".envrc (direnv runs it on cd)"] and shown.not_tracked == [".env"]
+
+
+def test_hook_and_driver_paths_are_relative_to_the_top_of_the_work_tree():
+    """A workspace folder below the repository's top: git runs hooks and drivers from the top."""
+    entries = [ConfigEntry("file:/home/u/proj/.git/config", "core.hookspath", "sub/hooks"),
+               ConfigEntry("file:/home/u/proj/.git/config", "filter.x.clean", "sub/tools/clean.sh")]
+    assert executed_paths(ROOT + "/sub", entries, top=ROOT) == {
+        ".gitmodules": "git clones and checks out what it names",
+        "hooks": "git runs the hooks in it (core.hooksPath)",
+        "tools/clean.sh": "git runs it (filter.x.clean)",
+    }
