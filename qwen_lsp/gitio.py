@@ -17,15 +17,18 @@ class GitError(Exception):
     """git is missing, failed, or took too long; the message says which (git's own words when it has some)."""
 
 
-def git(cwd: Path, *args: str, timeout: float | None = None) -> str:
-    """Run `git args...` in `cwd`; its stdout (bytes that are not UTF-8 kept as surrogate escapes)."""
+def git(cwd: Path, *args: str, timeout: float | None = None, ok_codes: tuple[int, ...] = (0,),
+        stdin: bytes | None = None) -> str:
+    """Run `git args...` in `cwd`; its stdout (bytes that are not UTF-8 kept as surrogate escapes).
+    `ok_codes`: exit codes that are answers, not failures (`git check-ignore` says "none" with 1)."""
     try:
-        proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, check=False, timeout=timeout)
+        proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, check=False, timeout=timeout,
+                              input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL)
     except OSError as exc:
         raise GitError(f"cannot run git: {exc}") from exc
     except subprocess.TimeoutExpired as exc:
         raise GitError(f"git {args[0]} took longer than {timeout:g}s") from exc
-    if proc.returncode != 0:
+    if proc.returncode not in ok_codes:
         raise GitError(proc.stderr.decode("utf-8", "replace").strip() or f"git {args[0]} failed")
     return proc.stdout.decode("utf-8", "surrogateescape")
 
@@ -50,3 +53,19 @@ def staged_diff(root: Path) -> str:
         root, "-c", "core.quotepath=off", "diff", "--cached", "--no-color", "--no-ext-diff", "--no-textconv",
         "--src-prefix=a/", "--dst-prefix=b/", "--unified=3",
     )
+
+
+def config_entries(root: Path) -> list[tuple[str, str, str]]:
+    """Every configuration value git uses in `root` (system, global, local, worktree, includes
+    followed): (origin, key, value), e.g. ("file:.git/config", "core.hookspath", ".githooks")."""
+    fields = git(root, "config", "--list", "--show-origin", "-z", timeout=QUICK_TIMEOUT).split("\0")
+    # -z: each value is two NUL-terminated fields, its origin, then "key\nvalue"
+    return [(origin, *pair.partition("\n")[::2]) for origin, pair in zip(fields[0::2], fields[1::2])]
+
+def ignored(root: Path, paths: list[str]) -> set[str]:
+    """Which of the workspace-relative `paths` git ignores (never tracked files: git tracks those)."""
+    if not paths:
+        return set()
+    data = "".join(p + "\0" for p in paths).encode("utf-8", "surrogateescape")
+    out = git(root, "check-ignore", "-z", "--stdin", timeout=QUICK_TIMEOUT, ok_codes=(0, 1), stdin=data)
+    return {p for p in out.split("\0") if p}

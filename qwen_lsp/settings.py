@@ -1,7 +1,11 @@
-"""One settings model: defaults < [tool.qwen-lsp] in pyproject.toml < QWEN_LSP_* env < explicit overrides.
+"""One settings model: defaults < [tool.qwen-lsp] in pyproject.toml < QWEN_LSP_* env < explicit overrides
+< the editor's workspace-level settings.
 
 Explicit overrides are what the editor sends (LSP initializationOptions,
-`workspace/configuration` section `qwen`) or what a CLI flag says.
+`workspace/configuration` section `qwen`) or what a CLI flag says. Settings stored in the
+repository (pyproject.toml, and the editor's workspace-level settings such as
+.vscode/settings.json) are untrusted: they may not choose the model server, keys, headers or
+commands (unless the user trusts the workspace), and may lower limits, never raise them.
 """
 
 from __future__ import annotations
@@ -142,13 +146,14 @@ class Settings(BaseSettings):
 ENV = "environment"
 PYPROJECT = "pyproject.toml"
 EDITOR = "editor settings"
+EDITOR_WORKSPACE = "the editor's workspace settings"
 
 
 @dataclass(frozen=True)
 class DroppedSetting:
     """A value `load_settings_lenient` ignored: where it came from, its key, and why."""
 
-    source: str  # ENV, PYPROJECT or EDITOR
+    source: str  # ENV, PYPROJECT, EDITOR or EDITOR_WORKSPACE
     key: str  # dotted: "budgets.files"
     reason: str
 
@@ -192,22 +197,29 @@ class _EnvLayer(EnvSettingsSource):
 
 
 def _layers(workspace: Path | None, overrides: dict[str, Any] | None,
-            dropped: list[DroppedSetting] | None = None) -> list[tuple[str, dict[str, Any]]]:
+            dropped: list[DroppedSetting] | None = None,
+            workspace_overrides: dict[str, Any] | None = None) -> list[tuple[str, dict[str, Any]]]:
     """The sources, lowest precedence first. With `dropped`, a source that cannot be read at
-    all is recorded there and skipped; without, its error propagates."""
+    all is recorded there and skipped; without, its error propagates. `workspace_overrides`: editor
+    settings from a workspace-level origin, which the repository chose (see `repo_settings`)."""
     layers: list[tuple[str, dict[str, Any]]] = []
+    user = _clean(overrides or {})
+    trusted = workspace is not None and workspace_trusted(workspace, user)
     pyproject = workspace / "pyproject.toml" if workspace else None
     if pyproject is not None and pyproject.is_file():
         try:
             table = PyprojectTomlConfigSettingsSource(_PyprojectSettings, pyproject)()
-            trusted = workspace is not None and workspace_trusted(workspace, _clean(overrides or {}))
             layers.append((PYPROJECT, repo_settings(table, pyproject, trusted=trusted)))
         except (OSError, ValueError) as exc:  # tomllib.TOMLDecodeError is a ValueError
             if dropped is None:
                 raise
             dropped.append(DroppedSetting(PYPROJECT, "[tool.qwen-lsp]", f"unreadable ({exc})"))
     layers.append((ENV, _EnvLayer(dropped)()))
-    layers.append((EDITOR, _clean(overrides or {})))
+    layers.append((EDITOR, user))
+    if workspace_overrides:
+        below = _deep_update(_defaults(), _merge(layers))
+        layers.append((EDITOR_WORKSPACE, repo_settings(_clean(workspace_overrides), EDITOR_WORKSPACE,
+                                                       trusted=trusted, baseline=below)))
     return layers
 
 
@@ -235,13 +247,14 @@ def load_settings(workspace: Path | None = None, overrides: dict[str, Any] | Non
 
 
 def load_settings_lenient(
-    workspace: Path | None = None, overrides: dict[str, Any] | None = None
+    workspace: Path | None = None, overrides: dict[str, Any] | None = None,
+    workspace_overrides: dict[str, Any] | None = None,
 ) -> tuple[Settings, list[DroppedSetting]]:
     """Like `load_settings`, but a bad value is dropped from the source that set it (a lower
     source's value, or the default, applies instead) and reported, so that one typo does not
-    take every feature of a long-running server down."""
+    take every feature of a long-running server down. `workspace_overrides`: see `_layers`."""
     dropped: list[DroppedSetting] = []
-    layers = _layers(workspace, overrides, dropped)
+    layers = _layers(workspace, overrides, dropped, workspace_overrides)
     while True:
         try:
             return _validate(_merge(layers)), dropped
@@ -311,9 +324,17 @@ def workspace_trusted(workspace: Path, overrides: dict[str, Any]) -> bool:
     return False
 
 
-def repo_settings(table: dict[str, Any], source: Path, *, trusted: bool) -> dict[str, Any]:
-    """The part of a repository's [tool.qwen-lsp] table that applies: all of it in a trusted
-    workspace, else everything but the privileged keys (at any depth), with a warning."""
+# Bounds on what a fix may cost or write: a repository may lower them, never raise them.
+LOWER_ONLY_KEYS = frozenset({"max_rounds", "max_total_tokens", "plan_max_tokens", "patch_max_tokens",
+                             "verify_timeout", "request_timeout", "cache_size_mb"})
+
+
+def repo_settings(table: dict[str, Any], source: Path | str, *, trusted: bool,
+                  baseline: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The part of a repository's settings (its [tool.qwen-lsp] table, or editor settings from the
+    workspace) that applies: all of it in a trusted workspace; else everything but the privileged
+    keys (at any depth), and no limit above `baseline` (what applies without the repository; the
+    defaults when None), each ignored with a warning."""
     if trusted:
         return table
     kept, ignored = _without_privileged(table, "")
@@ -323,7 +344,44 @@ def repo_settings(table: dict[str, Any], source: Path, *, trusted: bool) -> dict
             "or headers, or run commands. If you trust this repository, add it to %s.",
             ", ".join(ignored), source, TRUSTED_WORKSPACES_ENV,
         )
+    kept, raised = _not_raised(kept, baseline if baseline is not None else _defaults(), "")
+    if raised:
+        log.warning("qwen-lsp: ignoring %s from %s: a repository's settings may lower limits, never raise them.",
+                    ", ".join(raised), source)
     return kept
+
+
+def _defaults() -> dict[str, Any]:
+    """The default values of the settings a repository may only lower."""
+    fields = Settings.model_fields
+    return {**{k: fields[k].default for k in LOWER_ONLY_KEYS}, "limits": Limits().model_dump()}
+
+
+def _not_raised(table: dict[str, Any], baseline: dict[str, Any], prefix: str) -> tuple[dict[str, Any], list[str]]:
+    kept: dict[str, Any] = {}
+    raised: list[str] = []
+    for key, value in table.items():
+        if key == "limits" and not prefix and isinstance(value, dict):
+            kept[key], deeper = _not_raised(value, baseline.get("limits") or {}, "limits.")
+            raised += [f"{d}" for d in deeper]
+            continue
+        limit = key in LOWER_ONLY_KEYS if not prefix else key in Limits.model_fields
+        ours, theirs = _number(baseline.get(key)), _number(value)
+        if limit and ours is not None and theirs is not None and theirs > ours:
+            raised.append(f"{prefix}{key} = {value} (above {baseline.get(key)})")
+            continue
+        kept[key] = value
+    return kept, raised
+
+
+def _number(value: Any) -> float | None:
+    """A value as the number it would validate to; None when it is none (validation judges it)."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
 
 
 def _privileged(key: str) -> bool:

@@ -124,6 +124,10 @@ class FixResult(BaseModel):
     accounting: Accounting = Field(default_factory=Accounting)
     error: str | None = None
     refused_writes: list[str] = Field(default_factory=list)  # protected paths the model tried to change
+    # Changed files some tool runs later without the user reading them: "path (why)"; and changed
+    # files git ignores. Either kind is written only after the user's explicit yes (never by qfix --yes).
+    runs_later: list[str] = Field(default_factory=list)
+    not_tracked: list[str] = Field(default_factory=list)
 
 
 class CachedState(BaseModel):

@@ -3,7 +3,8 @@
     failure = the command, its exit code, its output    (run now in a pty, or recorded by the shell)
     result  = engine.fix(failure)                        (plan + patch rounds; writes nothing)
     show the plan, a colored diff per file, risk-labelled shell suggestions
-    ask     [a]pply / [s]kip / [e]dit command / [q]uit    (--yes: write verified fixes only, never run commands)
+    ask     [a]pply / [s]kip / [e]dit command / [q]uit    (--yes: write verified fixes only, never run commands,
+                                                         never write a file that runs later or git ignores)
     apply   the changes and their undo entry, journaled  (refuses files changed meanwhile)
     ask     about each suggested command: an accepted one goes to the user's command line
     verify  re-run the command for real: exit 0 only if it passes now
@@ -100,8 +101,8 @@ def fix(failure: Failure, opts: Options, ui: UI, report: QfixReport) -> int:
         return 0
     report.outcome = "not_applied"
 
-    refused = unverified(result) if opts.yes else None
-    if refused:  # --yes is consent to a verified fix only; an unverified one needs an explicit yes
+    refused = (unverified(result) or needs_consent(result)) if opts.yes else None
+    if refused:  # --yes is consent to a verified fix of ordinary files only; anything else needs an explicit yes
         ui.fail(f"not applied: {refused}; run qfix without --yes to review it and decide")
         report.not_applied = refused
     choice, verify_command = ("skip", None) if refused else ask_to_apply(result, failure, opts, ui)
@@ -154,6 +155,10 @@ def show(result: FixResult, ui: UI) -> None:
         ui.show_checks(result.validation)
     for path in result.refused_writes:
         ui.say(f"✗ refused: the model tried to change {path} (protected; never written)", "bold red")
+    for item in result.runs_later:
+        ui.say(f"⚠ runs later: {item}", "bold yellow")
+    for path in result.not_tracked:
+        ui.say(f"⚠ not tracked by git: {path} (git ignores it: git status will not show this change)", "bold yellow")
     for suggestion in result.suggestions:
         ui.show_suggestion(suggestion)
 
@@ -168,7 +173,10 @@ def ask_to_apply(result: FixResult, failure: Failure, opts: Options, ui: UI) -> 
         ui.say("Not applied: no terminal to ask on (use --yes to apply).")
         return "quit", None
     verify_command = None
-    while (choice := ui.choose(f"Apply the changes to {len(result.changes)} file(s)?")) == "edit":
+    question = f"Apply the changes to {len(result.changes)} file(s)?"
+    if result.runs_later or result.not_tracked:
+        question = f"Apply the changes to {len(result.changes)} file(s), including the ones marked ⚠ above?"
+    while (choice := ui.choose(question)) == "edit":
         verify_command = ui.edit("Re-run to verify: ", verify_command or failure.command)
     return choice, verify_command
 
@@ -179,6 +187,19 @@ def unverified(result: FixResult) -> str | None:
         return None
     why = result.validation.not_verified or "no command verified it"
     return f"the change was not verified ({why})"
+
+
+def needs_consent(result: FixResult) -> str | None:
+    """Why `result` needs the user's explicit [a]pply whatever --yes says, or None: it changes a
+    file some tool runs later without the user reading it, or one git does not track."""
+    if not result.changes:
+        return None
+    why = []
+    if result.runs_later:
+        why.append("it changes files that run later (" + ", ".join(r.split(" (")[0] for r in result.runs_later) + ")")
+    if result.not_tracked:
+        why.append("it changes files git does not track (" + ", ".join(result.not_tracked) + ")")
+    return " and ".join(why) + ", which needs an explicit [a]pply" if why else None
 
 
 def ask_for_command(result: FixResult, opts: Options, ui: UI) -> str | None:

@@ -43,8 +43,9 @@ def parser() -> argparse.ArgumentParser:
         + EXIT_CODES,
     )
     p.add_argument("--version", action="version", version=f"qfix {__version__}")
-    p.add_argument("--yes", "-y", action="store_true", help="apply file changes and re-run without asking "
-                   "(suggested shell commands are never run); exit 0 only if the re-run passes")
+    p.add_argument("--yes", "-y", action="store_true", help="apply a sandbox-verified fix and re-run without asking "
+                   "(suggested shell commands are never run; a file that runs later or that git ignores needs an "
+                   "explicit [a]pply); exit 0 only if the re-run passes")
     p.add_argument("--dry-run", action="store_true", help="show the fix and change nothing (exit 0 if one was found)")
     p.add_argument("--json", action="store_true", help="a JSON report on stdout; without --yes it is a dry run")
     p.add_argument("--undo", action="store_true", help="restore the files of the last fix applied in this workspace")

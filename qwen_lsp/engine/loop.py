@@ -33,7 +33,9 @@ from qwen_lsp.engine.edits import EditError, apply_edit
 from qwen_lsp.types import Accounting, CachedState, FileChange, FixResult, Plan, Risk, Task, TaskKind, Validation
 from qwen_lsp.engine.overlay import BufferReader, Overlay, PathOutsideWorkspace, UnwritablePath
 from qwen_lsp.engine.prefetch import PromptCache
-from qwen_lsp.engine.protected import ProtectedPath
+from qwen_lsp.engine.protected import ProtectedPath, git_executed
+from qwen_lsp.engine import runs_later
+from qwen_lsp.gitio import GitError, ignored
 from qwen_lsp.engine.prompts import (
     CUT_OFF, NO_PLAN_PATCH_REQUEST, NUDGE, PATCH_REQUEST, PLAN_REQUEST, REPLAN_REQUEST, SYSTEM, TEXT_PATCH_REQUEST,
 )
@@ -138,7 +140,8 @@ class _Run:
                  stamp: Hashable | None = None):
         self.engine, self.task, self.progress, self.stamp = engine, task, progress, stamp
         self.settings = engine.settings
-        self.overlay = Overlay(workspace, read_buffer, protected=(self.settings.cache_dir,))
+        self.overlay = Overlay(workspace, read_buffer, protected=(self.settings.cache_dir,),
+                               executed=git_executed(workspace))
         self.toolbox = ToolBox(self.overlay, self.settings.limits)
         self.accounting = Accounting()
         self.started = time.monotonic()
@@ -407,6 +410,7 @@ class _Run:
                 verified = any(not c.name.startswith("parses:") for c in validation.checks)
                 outcome = "fixed" if verified else "changed_unverified"
         self.accounting.wall_seconds = time.monotonic() - self.started
+        shown = self._listing(changes) if outcome != "failed" else runs_later.Listing([], [])
         return FixResult(
             task=self.task,
             outcome=outcome,  # type: ignore[arg-type]
@@ -418,7 +422,17 @@ class _Run:
             accounting=self.accounting,
             error=None if outcome != "failed" else visible(_validation_report(validation)),
             refused_writes=list(dict.fromkeys(self.overlay.refused)),
+            runs_later=shown.runs_later,
+            not_tracked=shown.not_tracked,
         )
+
+    def _listing(self, changes: list[FileChange]) -> runs_later.Listing:
+        """The changed files that run later, and those git ignores: both need the user's explicit yes."""
+        try:
+            hidden = ignored(self.overlay.root, [c.path for c in changes])
+        except GitError:  # not a repository, or no git: nothing is ignored by it
+            hidden = set()
+        return runs_later.listing(changes, runs_later.subjects(self.task), hidden)
 
 
 def parse_plan(content: str) -> Plan:

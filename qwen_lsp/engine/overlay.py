@@ -37,9 +37,11 @@ class UnwritablePath(ValueError):
 
 
 class Overlay:
-    def __init__(self, root: Path, read_buffer: BufferReader | None = None, protected: tuple[Path, ...] = ()) -> None:
+    def __init__(self, root: Path, read_buffer: BufferReader | None = None, protected: tuple[Path, ...] = (),
+                 executed: dict[str, str] | None = None) -> None:
         self.root = root.resolve()
         self.protected = protected  # more directories the model may not write (qwen-lsp's cache)
+        self.executed = executed or {}  # what git runs here (protected.git_executed): never written
         self.refused: list[str] = []  # protected paths the model tried to write, for the result
         self._read_buffer = read_buffer
         self._written: dict[str, str] = {}
@@ -79,7 +81,7 @@ class Overlay:
     def write(self, path: str, text: str) -> None:
         rel = self.relpath(path)
         try:
-            check_writable(self.root, rel, self.protected)
+            check_writable(self.root, rel, self.protected, self.executed)
         except ProtectedPath:
             self.refused.append(rel)
             raise

@@ -137,11 +137,13 @@ def workspace_edit(
     codec: PositionCodec = UTF16,
     document_changes: bool = True,
     annotations: bool = True,
+    confirm: Sequence[str] = (),
 ) -> types.WorkspaceEdit:
     """The edit for `changes`. With `document_changes`, each TextDocumentEdit carries the
     version the engine read (`versions[path]`; None for a file read from disk), so a client
     refuses it once the buffer moved on; created files come first as CreateFile operations.
-    Without it (old clients), a plain `changes` map."""
+    Without it (old clients), a plain `changes` map. The annotations of files in `confirm` (they run
+    later, or git ignores them) ask the client for the user's confirmation before applying them."""
     if not document_changes:
         plain: dict[str, list[types.TextEdit]] = {}
         for change in changes:
@@ -159,7 +161,8 @@ def workspace_edit(
         if change.created:
             note_id = f"{change.path}#create"
             notes[note_id] = types.ChangeAnnotation(
-                label=one_line(f"{change.path}: new file"), description=visible(change.updated[:2000])
+                label=one_line(f"{change.path}: new file"), description=visible(change.updated[:2000]),
+                needs_confirmation=True if change.path in confirm else None,
             )
             operations.append(
                 types.CreateFile(
@@ -174,6 +177,8 @@ def workspace_edit(
         edits = []
         for number, (edit, note) in enumerate(text_edits(change, codec), 1):
             note_id = f"{change.path}#{number}"
+            if change.path in confirm:
+                note.needs_confirmation = True
             notes[note_id] = note
             edits.append(_annotated(edit, note_id, annotations))
         if edits:
@@ -235,12 +240,23 @@ def validation_summary(validation: Validation) -> str:
     return one_line(", ".join(parts)) if parts else "not validated"
 
 
+def consent_note(result: FixResult) -> str:
+    """"⚠ runs later: .vscode/tasks.json; ⚠ not tracked by git: .env; " (empty when neither): what
+    the user must see before choosing the fix, first in its title so no editor cuts it off."""
+    notes = []
+    if result.runs_later:
+        notes.append("⚠ runs later: " + ", ".join(r.split(" (")[0] for r in result.runs_later))
+    if result.not_tracked:
+        notes.append("⚠ not tracked by git: " + ", ".join(result.not_tracked))
+    return "".join(f"{n}; " for n in notes)
+
+
 def fix_title(problem: str, result: FixResult) -> str:
-    """The resolved action's title: what it fixes and what was validated."""
+    """The resolved action's title: what it fixes, what it changes that runs later, what was validated."""
     what = f"Fix {short_problem(problem)}"
     if result.changes:
         refused = f"; refused: {', '.join(result.refused_writes)}" if result.refused_writes else ""
-        return one_line(f"{what} ({validation_summary(result.validation)}{refused})")
+        return one_line(f"{what} ({consent_note(result)}{validation_summary(result.validation)}{refused})")
     if result.suggestions:
         s = result.suggestions[0]
         return one_line(f"Run `{s.command}` ({s.risk.value})")

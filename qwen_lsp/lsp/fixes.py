@@ -25,7 +25,8 @@ if TYPE_CHECKING:
     from qwen_lsp.lsp.workspace import BufferSnapshot
 
 MAX_SUGGESTION_KEYS = 256
-PREFETCH_DELAY_SECONDS = 0.25  # cursor moves come in bursts: assemble for the last one only
+PREFETCH_DELAY_SECONDS = 0.25
+APPLY = "Apply"  # cursor moves come in bursts: assemble for the last one only
 
 
 @dataclass
@@ -117,17 +118,20 @@ class Fixes:
                 stale.append(change.path)
         return stale
 
-    def edit_for(self, root: Path, outcome: EngineOutcome) -> types.WorkspaceEdit:
+    def edit_for(self, root: Path, outcome: EngineOutcome, *, confirm: bool = True) -> types.WorkspaceEdit:
+        """`confirm`: the files that run later or git ignores carry annotations that ask the user."""
         server = self.server
         caps = server.client_capabilities.workspace
         ws_edit = caps.workspace_edit if caps else None
+        result = outcome.result
         return lsp_convert.workspace_edit(
-            outcome.result.changes,
+            result.changes,
             root,
             outcome.versions,
             codec=server.workspace.position_codec,
             document_changes=bool(ws_edit and ws_edit.document_changes),
             annotations=bool(ws_edit and ws_edit.change_annotation_support is not None),
+            confirm=[*(r.split(" (")[0] for r in result.runs_later), *result.not_tracked] if confirm else (),
         )
 
     # -- code actions -------------------------------------------------------------------------------
@@ -195,7 +199,9 @@ class Fixes:
         action.title = lsp_convert.fix_title(diagnostic.message, result)
         if result.changes:
             action.edit = self.edit_for(root, outcome)
-            action.is_preferred = result.outcome == "fixed"
+            # A preferred fix may be applied without a look (auto fix, fix on save): never one that
+            # changes what runs later or what git does not track.
+            action.is_preferred = result.outcome == "fixed" and not lsp_convert.consent_note(result)
         elif result.suggestions:
             action.command = lsp_convert.suggestion_action(result.suggestions[0]).command
         else:
@@ -217,11 +223,26 @@ class Fixes:
             return protocol.ApplyOutcome(applied=False, summary=f"not applied: {', '.join(outcome.stale)} changed meanwhile")
         if not result.changes:
             return protocol.ApplyOutcome(applied=False, summary=result.error or result.summary or "no change")
+        if (note := lsp_convert.consent_note(result)) and not await self.consented(note):
+            return protocol.ApplyOutcome(applied=False, summary=f"not applied: {note.rstrip('; ')}", title=label)
         answer = await self.server.workspace_apply_edit_async(
-            types.ApplyWorkspaceEditParams(edit=self.edit_for(root, outcome), label=label)
+            types.ApplyWorkspaceEditParams(edit=self.edit_for(root, outcome, confirm=False), label=label)
         )
         summary = result.summary if answer.applied else f"the editor refused the edit: {answer.failure_reason or 'stale'}"
         return protocol.ApplyOutcome(applied=bool(answer.applied), summary=summary, title=label)
+
+    async def consented(self, note: str) -> bool:
+        """The user's explicit yes to a fix that changes what runs later or what git ignores: a
+        command applies its fix without showing it first, so it asks (every client has this request)."""
+        question = f"Qwen's fix changes files that need your explicit yes: {note.rstrip('; ')}. Apply it?"
+        try:
+            answer = await self.server.window_show_message_request_async(types.ShowMessageRequestParams(
+                type=types.MessageType.Warning, message=question,
+                actions=[types.MessageActionItem(title=APPLY), types.MessageActionItem(title="Cancel")],
+            ))
+        except Exception:  # noqa: BLE001 - no answer is no consent
+            return False
+        return answer is not None and answer.title == APPLY
 
     async def cmd_ask(self, args: protocol.AskArgs) -> protocol.ApplyOutcome:
         _path, root, rel = self.server.folders.locate(args.uri)

@@ -16,6 +16,11 @@ if TYPE_CHECKING:
     from qwen_lsp.lsp.server import QwenLanguageServer
 
 log = logging.getLogger(__name__)
+FROM_WORKSPACE = "fromWorkspace"  # editors/vscode/src/settings.ts
+
+
+def _nested(value: Any) -> dict[str, Any]:
+    return dict(value) if isinstance(value, dict) else {}
 
 
 @dataclass
@@ -70,8 +75,8 @@ class Folders:
         pyproject.toml) is dropped and reported once, so that one typo does not take every
         feature down."""
         if root not in self._settings:
-            overrides = {**self.init_options, **self.config.get("", {}), **self.config.get(str(root), {})}
-            self._settings[root], dropped = load_settings_lenient(root, overrides)
+            user, from_workspace = self.editor_settings(root)
+            self._settings[root], dropped = load_settings_lenient(root, user, from_workspace)
             news = [d for d in dropped if (d.source, d.key) not in self._reported]
             if news:
                 self._reported.update((d.source, d.key) for d in news)
@@ -79,6 +84,17 @@ class Folders:
                 log.warning("%s", message)
                 self.server.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=message))
         return self._settings[root]
+
+    def editor_settings(self, root: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The editor's settings for `root`, split by origin: the user's, and those from a workspace-level
+        origin, which the repository chose (the VS Code extension sends those under `fromWorkspace`;
+        any value the folder-scoped `qwen` section has that the global one lacks came from the folder
+        too). The server treats the second kind as repository settings (settings.repo_settings)."""
+        user = {**self.init_options, **self.config.get("", {})}
+        folder = dict(self.config.get(str(root), {}))
+        from_workspace = {**_nested(user.pop(FROM_WORKSPACE, None)), **_nested(folder.pop(FROM_WORKSPACE, None))}
+        from_workspace |= {key: value for key, value in folder.items() if user.get(key) != value}
+        return user, from_workspace
 
     def push_config(self, section: dict[str, Any]) -> None:
         """The `qwen` section a client pushed in didChangeConfiguration (it has no workspace/configuration)."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from lsprotocol import types
 
@@ -139,3 +141,14 @@ def test_diagnostics_per_run_are_capped_with_the_primary_first(tmp_path):
     assert sum(len(d) for d in by_uri.values()) == 50
     (app,) = [d for uri, d in by_uri.items() if uri.endswith("/app.py")]
     assert app[0].message == "NameError: y"
+
+
+def test_a_fix_that_changes_what_runs_later_says_so_first_and_its_edit_asks_for_confirmation():
+    result = result_with([CheckOutcome(name="parses: m.py", ok=True)],
+                         [change("a\n", "b\n"), change("x\n", "y\n", "Makefile"), change("k=1\n", "k=2\n", ".env")])
+    result.runs_later, result.not_tracked = ["Makefile (make runs its recipes)"], [".env"]
+    assert conv.fix_title("NameError: x", result) == (
+        "Fix NameError (⚠ runs later: Makefile; ⚠ not tracked by git: .env; ✓ parses)")
+    edit = conv.workspace_edit(result.changes, Path("/w"), {}, confirm=["Makefile", ".env"])
+    asks = {key.split("#")[0]: note.needs_confirmation for key, note in edit.change_annotations.items()}
+    assert asks == {"m.py": None, "Makefile": True, ".env": True}
