@@ -107,7 +107,13 @@ def _init(args: list[str]) -> int:
         print(f"usage: qfix init {{{','.join(SHELLS)}}}", file=sys.stderr)
         return USAGE_ERROR
     prune_dead_sessions()
-    print(init_script(args[0]))
+    try:
+        sys.stdout.write(init_script(args[0]) + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:  # `qfix init bash | head`: the reader stopped early, which is no error of ours
+        # Python would try to flush again at exit and print a traceback: point stdout at /dev/null first.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # as a program killed by SIGPIPE (128 + 13)
     return 0
 
 
