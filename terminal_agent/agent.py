@@ -147,7 +147,7 @@ async def think(failure: Failure, settings: Settings, progress: Callable[[str], 
 
 
 def show(result: FixResult, ui: UI) -> None:
-    ui.show_plan(result.plan, result.summary)
+    ui.show_plan(result.plan, result.summary, by_model=result.summary_by == "model")
     ui.show_changes(result.changes)
     if result.changes or result.outcome == "failed":  # a failed check says what ran, sandboxed
         ui.show_checks(result.validation)
