@@ -112,3 +112,11 @@ def json_safe(json_text: str) -> str:
 def _json_escape(char: str) -> str:
     units = char.encode("utf-16-be", "surrogatepass")  # a pair of \u escapes above U+FFFF
     return "".join(f"\\u{int.from_bytes(units[i:i + 2], 'big'):04x}" for i in range(0, len(units), 2))
+
+
+def model_words(text: str, limit: int | None = 300) -> str:
+    """What the model wrote (a fix's summary, its reason for no change), for a message, tooltip or
+    report line: on one line with every hidden character shown, and labelled as the model's, so no
+    front end presents the model's claims ("fixed, all tests pass") as qwen-lsp's own verdict."""
+    text = text.strip()
+    return f"the model says: “{one_line(text, limit)}”" if text else "the model gave no reason"

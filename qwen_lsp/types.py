@@ -111,12 +111,14 @@ class Accounting(BaseModel):
 
 
 Outcome = Literal["fixed", "changed_unverified", "no_change", "failed", "cancelled", "explained"]
+SummaryBy = Literal["model", "engine"]  # who wrote a FixResult's summary: front ends label the model's words
 
 
 class FixResult(BaseModel):
     task: Task
     outcome: Outcome
     summary: str = ""
+    summary_by: SummaryBy = "model"
     plan: Plan | None = None
     changes: list[FileChange] = Field(default_factory=list)
     suggestions: list[ShellSuggestion] = Field(default_factory=list)

@@ -39,11 +39,11 @@ from qwen_lsp.sanitize import json_safe
 from qwen_lsp.settings import Settings, describe_invalid, load_settings, load_settings_lenient
 from qwen_lsp.sidechannel import notify_running_server
 
-from terminal_agent import undo
+from terminal_agent import same_line, undo
 from terminal_agent.preflight import ServerCheck
 from terminal_agent.pty_run import Finished, nothing_to_fix, run_in_pty, run_shell_command
 from terminal_agent.report import QfixReport, Verification
-from terminal_agent.state import ShellRecord, last_record, tmux_output
+from terminal_agent.state import ShellRecord, last_record, tmux_output, write_record
 from terminal_agent.ui import UI, Choice
 
 
@@ -149,7 +149,7 @@ async def think(failure: Failure, settings: Settings, progress: Callable[[str], 
 
 
 def show(result: FixResult, ui: UI) -> None:
-    ui.show_plan(result.plan, result.summary)
+    ui.show_plan(result.plan, result.summary, by_model=result.summary_by == "model")
     ui.show_changes(result.changes)
     if result.changes or result.outcome == "failed":  # a failed check says what ran, sandboxed
         ui.show_checks(result.validation)
@@ -261,7 +261,12 @@ def run(opts: Options, ran: tuple[list[str], Finished] | None = None, server: Se
         if ran:
             failure = failure_from_run(*ran)
         else:
-            record = last_record()
+            on_line = same_line.from_environment()  # `cmd || qfix`: the shell has not recorded `cmd` yet
+            if isinstance(on_line, same_line.Refused):
+                print(f"qfix: {on_line.reason}. Run qfix on a line of its own after the failure, "
+                      "or `qfix -- COMMAND`.", file=sys.stderr)
+                return 2
+            record = record_of_line(on_line) if on_line else last_record()
             if record is None:
                 print('qfix: no command given and none recorded: run `qfix -- CMD`, or add eval "$(qfix init bash)" '
                       "to your shell's rc file", file=sys.stderr)
@@ -351,6 +356,17 @@ def undo_last_fix() -> int:
         return 1
     ui.ok(f"restored {', '.join(f.path for f in entry.files)} as before the fix for `{entry.command}`")
     return 0
+
+
+def record_of_line(on_line: same_line.SameLine) -> ShellRecord:
+    """The command before qfix on the line qfix runs on, as the shell's record (saved as one)."""
+    pid = os.environ.get("QFIX_SHELL_PID", "")
+    record = ShellRecord(shell=os.environ.get("QFIX_SHELL", "bash"), pid=int(pid) if pid.isdigit() else os.getppid(),
+                         command=on_line.command, exit_code=on_line.exit_code, cwd=str(Path.cwd()))
+    write_record(record)
+    if not nothing_to_fix(record.exit_code):
+        record.output = tmux_output(record.command, running_line=os.environ.get("QFIX_LINE"))
+    return record
 
 
 def failure_from_run(argv: list[str], finished: Finished) -> Failure:

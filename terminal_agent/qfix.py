@@ -28,7 +28,8 @@ from terminal_agent.pty_run import Finished, nothing_to_fix, run_in_pty
 USAGE_ERROR = 2
 EXIT_CODES = (
     "Exit codes: 0 fixed, or a dry run that found a fix, or nothing to fix (the command passes); "
-    "1 no fix found, fix not applied, or the re-run still fails; 2 model server unavailable, or a usage error; "
+    "1 no fix found, fix not applied, or the re-run still fails; 2 model server unavailable, a usage error, "
+    "or a line where qfix cannot tell which command failed (`a; b || qfix`); "
     "4 the model server is up but rejected a request (HTTP 4xx); 130 cancelled with Ctrl-C; 128+N when the command itself was stopped by signal N."
 )
 
@@ -108,7 +109,13 @@ def _init(args: list[str]) -> int:
         print(f"usage: qfix init {{{','.join(SHELLS)}}}", file=sys.stderr)
         return USAGE_ERROR
     prune_dead_sessions()
-    print(init_script(args[0]))
+    try:
+        sys.stdout.write(init_script(args[0]) + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:  # `qfix init bash | head`: the reader stopped early, which is no error of ours
+        # Python would try to flush again at exit and print a traceback: point stdout at /dev/null first.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # as a program killed by SIGPIPE (128 + 13)
     return 0
 
 

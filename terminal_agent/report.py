@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from qwen_lsp.types import FixResult, Plan, ShellSuggestion, Validation
+from qwen_lsp.sanitize import visible
+from qwen_lsp.types import FixResult, Plan, ShellSuggestion, SummaryBy, Validation
 
 
 class FileDiff(BaseModel):
@@ -43,7 +44,8 @@ class QfixReport(BaseModel):
     # "passed" / "interrupted"; "error" (server unavailable), "cancelled".
     outcome: str
     engine_outcome: str | None = None  # the engine's verdict on its fix (qwen_lsp.types.Outcome)
-    summary: str = ""
+    summary: str = ""  # hidden characters shown (sanitize.visible); who wrote it: summary_by
+    summary_by: SummaryBy = "model"  # "model": the model's own claim, not a verdict of qfix's
     plan: Plan | None = None
     diffs: list[FileDiff] = Field(default_factory=list)
     suggestions: list[ShellSuggestion] = Field(default_factory=list)
@@ -60,7 +62,8 @@ class QfixReport(BaseModel):
 
     def add_result(self, result: FixResult) -> None:
         a = result.accounting
-        self.engine_outcome, self.summary, self.plan = result.outcome, result.summary, result.plan
+        self.engine_outcome, self.plan = result.outcome, result.plan
+        self.summary, self.summary_by = visible(result.summary), result.summary_by
         self.error = result.error if result.outcome != "failed" else None  # that text was meant for the model
         ran = [c for c in result.validation.checks if not c.name.startswith("parses:")]
         if ran:  # the engine ran the verify command on its fix, in a temporary copy

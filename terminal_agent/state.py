@@ -34,6 +34,17 @@ def session_file(pid: int) -> Path:
     return sessions_dir() / f"{pid}.json"
 
 
+def write_record(record: ShellRecord) -> None:
+    """Replace the shell's record (as its hook would): after `cmd || qfix` the failing `cmd` is the
+    shell's last command, not the whole line, which the hook leaves alone."""
+    path = session_file(record.pid)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(record.model_dump_json(exclude={"output"}) + "\n", encoding="utf-8", errors="surrogateescape")
+    except OSError:
+        pass  # only a convenience for the next plain `qfix`
+
+
 def last_record() -> ShellRecord | None:
     """The record of the shell that started us: the qfix shell function says which
     (QFIX_SHELL_PID); a plain `qfix` from an integrated shell is its child."""
@@ -49,9 +60,10 @@ def last_record() -> ShellRecord | None:
     return None
 
 
-def tmux_output(command: str) -> str | None:
+def tmux_output(command: str, running_line: str | None = None) -> str | None:
     """The last command's output as it is still on screen, when running inside tmux:
-    the lines between the prompt that shows `command` and the prompt running qfix."""
+    the lines between the prompt that shows `command` and the prompt running qfix; or, when qfix
+    runs on the same line as the command (`running_line`), everything after that line's prompt."""
     pane = os.environ.get("TMUX_PANE")
     if not os.environ.get("TMUX") or not pane or os.environ.get("QFIX_TMUX_CAPTURE", "1") == "0":
         return None
@@ -62,7 +74,10 @@ def tmux_output(command: str) -> str | None:
         ).stdout
     except (OSError, subprocess.SubprocessError):
         return None
-    return output_after_prompt(screen.splitlines(), command)
+    lines = screen.splitlines()
+    if running_line is not None:  # no prompt after it yet: the screen's end is the output's end
+        return output_after_prompt([*lines, "(qfix)"], running_line)
+    return output_after_prompt(lines, command)
 
 
 def output_after_prompt(lines: list[str], command: str) -> str | None:

@@ -60,13 +60,13 @@ class UI:
 
     # -- the result ----------------------------------------------------------------------------
 
-    def show_plan(self, plan: Plan | None, summary: str) -> None:
+    def show_plan(self, plan: Plan | None, summary: str, by_model: bool = True) -> None:
         if plan and plan.hypotheses:
             self.say("Cause: " + plan.hypotheses[0], "bold")
         for step in plan.steps if plan else []:
             self.say(f"  • {step}")
-        if summary:
-            self.say(summary, "italic")
+        if summary.strip():  # the model's claims are labelled as its own, never shown as qfix's verdict
+            self.say(f"The model says: {summary.strip()}" if by_model else summary.strip(), "italic")
 
     def show_changes(self, changes: list[FileChange]) -> None:
         for change in changes:

@@ -1,9 +1,11 @@
-"""Shared fixtures: the vLLM test double, and the real-model server of the slow tier."""
+"""Shared fixtures: the vLLM test double, the real-model server of the slow tier, and the per-test
+cache and state dirs every test runs with."""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +15,19 @@ from tests.vllm_double import VLLMDouble
 
 # The language-server fixtures (a real server over stdio): the lsp tests and qfix's editor tests use them.
 pytest_plugins = ["tests.lsp.fixtures"]
+
+
+@pytest.fixture(autouse=True)
+def own_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    """Every test gets its own qwen-lsp cache dir and qfix state dir, in os.environ so that every
+    process it starts inherits them: the suite never writes into the user's ~/.cache/qwen-lsp
+    (`qwen-lsp stats` would count its calls as theirs) or their qfix shell records and undo history.
+    XDG_CACHE_HOME stays: pip's cache and the built llama.cpp and code-server live under it."""
+    root = tmp_path_factory.mktemp("user-dirs")
+    dirs = {"QWEN_LSP_CACHE_DIR": root / "cache", "QFIX_STATE_DIR": root / "state"}
+    for name, path in dirs.items():
+        monkeypatch.setenv(name, str(path))
+    return dirs
 
 
 @pytest.fixture

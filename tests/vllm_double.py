@@ -272,6 +272,7 @@ class VLLMDouble:
     ) -> None:
         self.model = model
         self.max_model_len = max_model_len
+        self.owned_by = "vllm"  # what /v1/models says serves the model (serve-local names itself)
         self.port = port
         self.reasoning_field = reasoning_field
         self.reasoning_parser = reasoning_parser
@@ -554,7 +555,7 @@ class VLLMDouble:
             "id": self.model,
             "object": "model",
             "created": created,
-            "owned_by": "vllm",
+            "owned_by": self.owned_by,
             "root": self.model,
             "parent": None,
             "max_model_len": self.max_model_len,

@@ -30,7 +30,7 @@ from qwen_lsp.context.index import WorkspaceIndex
 from qwen_lsp.engine.cache import StateCache, content_hash, normalize_output, task_fingerprint
 from qwen_lsp.llm.client import Completion, ModelClient, ReasoningExhausted, ToolCall, ToolsUnsupported
 from qwen_lsp.engine.edits import EditError, apply_edit
-from qwen_lsp.types import Accounting, CachedState, FileChange, FixResult, Plan, Risk, Task, TaskKind, Validation
+from qwen_lsp.types import Accounting, CachedState, FileChange, FixResult, Plan, Risk, SummaryBy, Task, TaskKind, Validation
 from qwen_lsp.engine.overlay import BufferReader, Overlay, PathOutsideWorkspace, UnwritablePath
 from qwen_lsp.engine.prefetch import PromptCache
 from qwen_lsp.engine.protected import ProtectedPath, git_executed
@@ -176,10 +176,10 @@ class _Run:
         self.plan = state.plan
         self.messages.append(state.plan_message)
 
-        validation, summary = await self._patch_loop()
+        validation, summary, summary_by = await self._patch_loop()
         if (changes := self.overlay.changes()) and changes != self.validated:  # no finish, or edits after it
             validation = await self._validate()
-        return self._result(validation, summary)
+        return self._result(validation, summary, summary_by=summary_by)
 
     # -- phases ---------------------------------------------------------------------------
 
@@ -197,7 +197,8 @@ class _Run:
             reply = await self._call(thinking=False, json_schema=schema)
         return parse_plan(reply.content), reply.assistant_message()
 
-    async def _patch_loop(self) -> tuple[Validation, str]:
+    async def _patch_loop(self) -> tuple[Validation, str, SummaryBy]:
+        """The patch rounds; the validation of the last finish, and the summary with who wrote it."""
         self.messages.append({"role": "user", "content": self._patch_request()})
         seen_failures: set[str] = set()
         replanned = self.settings.strategy == "no_plan"  # never plan in the middle either
@@ -205,7 +206,7 @@ class _Run:
         validation = Validation()
         for round_no in range(1, self.settings.max_rounds + 1):
             if self._spent() >= self.settings.max_total_tokens:
-                return validation, f"stopped: token budget of {self.settings.max_total_tokens} used"
+                return validation, f"stopped: token budget of {self.settings.max_total_tokens} used", "engine"
             self.progress(f"patch round {round_no}")
             self.accounting.rounds = round_no
             try:
@@ -218,7 +219,7 @@ class _Run:
             if not self.tools:
                 done, validation = await self._text_round(reply)
                 if done:
-                    return validation, reply.content.strip()[:500]
+                    return validation, reply.content.strip()[:500], "model"
                 continue
             if broken and not reply.tool_calls:
                 self.messages.append({"role": "user", "content": _cut_off_note(broken, reply)})
@@ -226,7 +227,7 @@ class _Run:
             if not reply.tool_calls:
                 idle_rounds += 1
                 if idle_rounds >= 2:
-                    return validation, reply.content.strip()[:500]
+                    return validation, reply.content.strip()[:500], "model"
                 self.messages.append({"role": "user", "content": NUDGE})
                 continue
             idle_rounds = 0
@@ -244,7 +245,7 @@ class _Run:
             if self.toolbox.finished is None:
                 continue
             if validation.ok:
-                return validation, self.toolbox.finished
+                return validation, self.toolbox.finished, "model"
             self.toolbox.finished = None
             fingerprint = _failure_fingerprint(validation)
             if fingerprint in seen_failures and not replanned:
@@ -255,7 +256,7 @@ class _Run:
                 self.messages.append(message)
                 self.messages.append({"role": "user", "content": PATCH_REQUEST})
             seen_failures.add(fingerprint)
-        return validation, "stopped: round limit reached"
+        return validation, "stopped: round limit reached", "engine"
 
     def _report_parse_errors(self) -> None:
         """Tell the model at once when this round's edits broke the syntax (appended to the last tool result)."""
@@ -397,9 +398,11 @@ class _Run:
     def stopped(self, why: str) -> FixResult:
         """A fix cut short by a limit: nothing to apply, and the reason said as such."""
         self.accounting.wall_seconds = time.monotonic() - self.started
-        return FixResult(task=self.task, outcome="failed", summary=why, plan=self.plan, accounting=self.accounting, error=why)
+        return FixResult(task=self.task, outcome="failed", summary=why, summary_by="engine", plan=self.plan,
+                         accounting=self.accounting, error=why)
 
-    def _result(self, validation: Validation, summary: str, outcome: str | None = None) -> FixResult:
+    def _result(self, validation: Validation, summary: str, outcome: str | None = None,
+                summary_by: SummaryBy = "model") -> FixResult:
         changes = self.overlay.changes()
         if outcome is None:
             if not changes:
@@ -415,6 +418,7 @@ class _Run:
             task=self.task,
             outcome=outcome,  # type: ignore[arg-type]
             summary=visible(summary),  # model text, shown by every front end: no hidden characters
+            summary_by=summary_by,
             plan=self.plan,
             changes=changes if outcome != "failed" else [],
             suggestions=self.toolbox.suggestions,

@@ -23,9 +23,11 @@ from qwen_lsp.llm.parsing import parse_xml_tool_calls, split_reasoning
 from qwen_lsp.settings import SamplingPreset, Settings
 from qwen_lsp.llm.tokens import count_tokens
 
-VLLM_HINT = (
-    "Start it with: vllm serve Qwen/Qwen3.6-27B --max-model-len 262144 --reasoning-parser qwen3 "
-    "--enable-auto-tool-choice --tool-call-parser qwen3_coder  (or set QWEN_LSP_BASE_URL)"
+# Both routes of the README: a GPU that fits vLLM, or llama.cpp through serve-local on anything else.
+SERVER_HINT = (
+    "Start one with: vllm serve Qwen/Qwen3.6-27B --max-model-len 262144 --reasoning-parser qwen3 "
+    "--enable-auto-tool-choice --tool-call-parser qwen3_coder  (a big GPU), or qwen-lsp serve-local "
+    "--model FILE.gguf  (llama.cpp; CPU, Mac or a small GPU); or set QWEN_LSP_BASE_URL"
 )
 
 
@@ -98,6 +100,17 @@ class ChatRequest:
     json_schema: dict[str, Any] | None = None
 
 
+@dataclass
+class StreamProgress:
+    """How far one streamed call has got, readable while it runs: a caller whose own deadline cut the
+    call off can say what happened (no answer yet, or still streaming) instead of guessing."""
+
+    started: float | None = None  # monotonic: the request was sent
+    first_token: float | None = None  # seconds after `started`
+    chunks: int = 0
+    nbytes: int = 0
+
+
 class ServerInfo(BaseModel):
     model: str
     max_model_len: int | None = None
@@ -137,7 +150,7 @@ class ModelClient:
                 raise self._explain(exc, "GET /models") from exc
             models = list(page.data)
             if not models and not self.settings.model:
-                raise ModelServerError(f"The server at {self.settings.base_url} serves no model. {VLLM_HINT}")
+                raise ModelServerError(f"The server at {self.settings.base_url} serves no model. {SERVER_HINT}")
             chosen = next((m for m in models if m.id == self.settings.model), models[0] if models else None)
             max_len = (chosen.model_extra or {}).get("max_model_len") if chosen else None
             model = self.settings.model or (chosen.id if chosen else "")
@@ -155,16 +168,18 @@ class ModelClient:
         json_schema: dict[str, Any] | None = None,
         fix_id: str | None = None,
         session_id: str | None = None,
+        progress: StreamProgress | None = None,
     ) -> Completion:
         """One streamed chat completion, logged to calls.jsonl. Cancelling the
-        awaiting task closes the stream, which makes vLLM abort the request."""
+        awaiting task closes the stream, which makes vLLM abort the request.
+        `progress`, when given, follows the stream as it arrives."""
         request = ChatRequest(messages, thinking, max_tokens, tools, tool_choice, json_schema)
         started = time.monotonic()
         completion = Completion(thinking=thinking)
         outcome = "cancelled"
         try:
             session = self.settings.session_id or session_id
-            completion = _finish(await self._stream(request, completion, session))
+            completion = _finish(await self._stream(request, completion, session, progress or StreamProgress()))
             outcome = "ok"
             return completion
         except ModelServerError as exc:
@@ -186,7 +201,8 @@ class ModelClient:
                 ),
             )
 
-    async def _stream(self, request: ChatRequest, completion: Completion, session: str | None) -> Completion:
+    async def _stream(self, request: ChatRequest, completion: Completion, session: str | None,
+                      progress: StreamProgress) -> Completion:
         info = await self.info()
         preset = self.settings.thinking if request.thinking else self.settings.non_thinking
         kwargs = self._request(request, info, preset)
@@ -194,13 +210,13 @@ class ModelClient:
             # A session-affinity router keeps one workspace on one replica's prefix cache.
             kwargs["user"] = session
             kwargs["extra_headers"] = {"x-session-id": session}
-        started = time.monotonic()
+        started = progress.started = time.monotonic()
         try:
             stream = await self._oai.chat.completions.create(**kwargs)
         except openai.APIError as exc:
             raise self._explain(exc, "POST /chat/completions") from exc
         try:
-            completion = await _collect(stream, completion, started, self.settings.limits.answer_max_bytes)
+            completion = await _collect(stream, completion, progress, self.settings.limits.answer_max_bytes)
             if completion.usage_counted_locally:
                 _count_usage(completion, request)
             return completion
@@ -245,10 +261,10 @@ class ModelClient:
         if isinstance(exc, openai.APITimeoutError):
             idle = min(self.settings.request_timeout, self.settings.limits.stream_idle_seconds)
             return ServerUnavailable(
-                f"The model server at {url} did not answer {what} in time (silent for {idle:g} s). {VLLM_HINT}"
+                f"The model server at {url} did not answer {what} in time (silent for {idle:g} s). {SERVER_HINT}"
             )
         if isinstance(exc, openai.APIConnectionError):
-            return ServerUnavailable(f"Cannot reach the model server at {url} ({what} failed: {exc}). {VLLM_HINT}")
+            return ServerUnavailable(f"Cannot reach the model server at {url} ({what} failed: {exc}). {SERVER_HINT}")
         if isinstance(exc, openai.APIStatusError):
             message = _error_message(exc)
             if exc.status_code == 400 and re.search(r"tool.choice|tool-call-parser|tool calling", message, re.IGNORECASE):
@@ -261,7 +277,7 @@ class ModelClient:
         return ModelServerError(f"{what} at {url} failed: {exc}")
 
 
-async def _collect(stream: Any, completion: Completion, started: float, max_bytes: int) -> Completion:
+async def _collect(stream: Any, completion: Completion, progress: StreamProgress, max_bytes: int) -> Completion:
     """Gather a streamed answer. Past `max_bytes` of text the stream is closed and the answer ends
     as if cut off by max_tokens (finish_reason "length"): what was cut off is never used whole."""
     content: list[str] = []
@@ -269,7 +285,9 @@ async def _collect(stream: Any, completion: Completion, started: float, max_byte
     calls: dict[int, dict[str, str]] = {}
     size = 0
     completion.usage_counted_locally = True  # until a usage chunk says otherwise
+    started = progress.started or time.monotonic()
     async for chunk in stream:
+        progress.chunks += 1
         if size > max_bytes:
             completion.finish_reason = "length"
             break
@@ -285,7 +303,7 @@ async def _collect(stream: Any, completion: Completion, started: float, max_byte
             delta = choice.delta
             piece = _reasoning_of(delta)
             if piece or delta.content or delta.tool_calls:
-                completion.ttft = completion.ttft or time.monotonic() - started
+                completion.ttft = progress.first_token = completion.ttft or time.monotonic() - started
             if piece:
                 reasoning.append(piece)
                 size += _nbytes(piece)
@@ -299,6 +317,7 @@ async def _collect(stream: Any, completion: Completion, started: float, max_byte
                     slot["name"] += tc.function.name or ""
                     slot["arguments"] += tc.function.arguments or ""
                     size += _nbytes(tc.function.arguments or "")
+            progress.nbytes = size
             if choice.finish_reason:
                 completion.finish_reason = choice.finish_reason
     completion.content = "".join(content)

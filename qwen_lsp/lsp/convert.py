@@ -30,7 +30,7 @@ from pygls.workspace import PositionCodec
 
 from qwen_lsp import wire as protocol
 from qwen_lsp.context.frames import Frame, primary_frame
-from qwen_lsp.sanitize import one_line, visible
+from qwen_lsp.sanitize import model_words, one_line, visible
 from qwen_lsp.types import FileChange, FixResult, ShellSuggestion, Validation
 
 CONVERTER = get_converter()
@@ -263,6 +263,30 @@ def fix_title(problem: str, result: FixResult) -> str:
     if result.outcome == "failed":
         return f"{what}: Qwen's change failed validation ({validation_summary(result.validation)})"
     return f"{what}: Qwen found nothing to change"
+
+
+def said(result: FixResult, limit: int | None = 300) -> str:
+    """The result's summary for a message: the model's words labelled as such, the engine's as they are."""
+    return model_words(result.summary, limit) if result.summary_by == "model" else one_line(result.summary, limit)
+
+
+def no_change_reason(result: FixResult) -> str:
+    """Why a fix ended without an edit: what was tried, and why nothing changed."""
+    a = result.accounting
+    plan = "the cached plan" if a.plan_from_cache else ("a plan" if a.thinking_calls else "no plan")
+    tried = f"tried {plan} and {a.rounds} patch round{'s' if a.rounds != 1 else ''}"
+    if result.outcome == "failed" and result.error and result.summary_by == "engine":
+        return f"{tried}; {one_line(result.error, 300)}"  # stopped by a limit
+    if result.outcome == "failed":
+        return f"{tried}; its change failed validation ({validation_summary(result.validation)}), so none is offered"
+    if result.suggestions:
+        return f"{tried}; no file changed, it suggests running `{one_line(result.suggestions[0].command, 120)}`"
+    return f"{tried}; nothing changed, {said(result)}"
+
+
+def no_change_message(problem: str, result: FixResult) -> str:
+    """The message every client shows when a fix ends without an edit."""
+    return f"Qwen made no change for {short_problem(problem)}: {no_change_reason(result)}"
 
 
 def fix_offer_title(message: str, limit: int = 80) -> str:

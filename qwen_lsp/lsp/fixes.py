@@ -205,9 +205,11 @@ class Fixes:
         elif result.suggestions:
             action.command = lsp_convert.suggestion_action(result.suggestions[0]).command
         else:
-            reason = (result.error or result.summary or "no change").strip()
-            # Editors show this in a tooltip: the model's last words, not its whole essay.
-            action.disabled = types.CodeActionDisabled(reason=reason if len(reason) <= 300 else reason[:299] + "…")
+            # A client applies a resolved action without an edit by doing nothing, silently (Neovim's
+            # `gra`, VS Code's quick fix): the message is what tells the user the fix has ended, and why.
+            message = lsp_convert.no_change_message(diagnostic.message, result)
+            action.disabled = types.CodeActionDisabled(reason=message)
+            self.server.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=message))
         return action
 
     def remember_suggestions(self, path: str, diagnostic: types.Diagnostic, suggestions: list[ShellSuggestion]) -> None:
@@ -222,13 +224,13 @@ class Fixes:
         if outcome.stale:
             return protocol.ApplyOutcome(applied=False, summary=f"not applied: {', '.join(outcome.stale)} changed meanwhile")
         if not result.changes:
-            return protocol.ApplyOutcome(applied=False, summary=result.error or result.summary or "no change")
+            return protocol.ApplyOutcome(applied=False, summary=lsp_convert.no_change_reason(result))
         if (note := lsp_convert.consent_note(result)) and not await self.consented(note):
             return protocol.ApplyOutcome(applied=False, summary=f"not applied: {note.rstrip('; ')}", title=label)
         answer = await self.server.workspace_apply_edit_async(
             types.ApplyWorkspaceEditParams(edit=self.edit_for(root, outcome, confirm=False), label=label)
         )
-        summary = result.summary if answer.applied else f"the editor refused the edit: {answer.failure_reason or 'stale'}"
+        summary = lsp_convert.said(result) if answer.applied else f"the editor refused the edit: {answer.failure_reason or 'stale'}"
         return protocol.ApplyOutcome(applied=bool(answer.applied), summary=summary, title=label)
 
     async def consented(self, note: str) -> bool:

@@ -5,12 +5,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import shutil
 import sys
+import time
 import urllib.request
 from pathlib import Path
 
 from qwen_lsp.llm import calllog
-from qwen_lsp.ops import doctor, serve_local, serving, stats
+from qwen_lsp.ops import doctor, llama_install, serve_local, serving, stats
 from qwen_lsp.settings import load_settings
 
 
@@ -43,7 +46,10 @@ def _model_command(args: argparse.Namespace) -> int:
 
 def add_serve_local(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("serve-local", help="serve a GGUF model with llama.cpp for qwen-lsp (no vLLM needed)")
-    p.add_argument("--model", type=Path, required=True, help="the .gguf file, e.g. Qwen3.6-27B-Q4_K_M.gguf")
+    p.add_argument("--model", type=Path, help="the .gguf file, e.g. Qwen3.6-27B-Q4_K_M.gguf")
+    p.add_argument("--install", action="store_true", help="build llama.cpp for any CPU of this kind and install it "
+                   f"into qwen-lsp's environment, then exit ({llama_install.estimate(os.cpu_count() or 1)}, once; "
+                   "CMAKE_ARGS=-DGGML_CUDA=on for NVIDIA)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000: qwen-lsp's default base URL)")
     p.add_argument("--ctx-size", type=int, help=f"context tokens (default {serve_local.DEFAULT_CONTEXT}, "
@@ -53,8 +59,38 @@ def add_serve_local(sub: argparse._SubParsersAction) -> None:
 
 
 def _serve_local(args: argparse.Namespace) -> int:
+    if args.install:
+        return _install_llama()
+    if args.model is None:
+        print("qwen-lsp serve-local: --model FILE.gguf is required (or --install to set up llama.cpp)", file=sys.stderr)
+        return 2
     return serve_local.serve(args.model, host=args.host, port=args.port, n_ctx=args.ctx_size,
                              n_gpu_layers=args.gpu_layers)
+
+
+def _install_llama() -> int:
+    """The build's progress on one line of a terminal (elsewhere a line every 30 s), messages on stderr."""
+    tty = sys.stderr.isatty()
+    last = {"printed": 0.0, "width": 0}
+
+    def say(text: str) -> None:
+        if tty and last["width"]:
+            sys.stderr.write("\r" + " " * last["width"] + "\r")
+            last["width"] = 0
+        print(f"qwen-lsp serve-local: {text}", file=sys.stderr, flush=True)
+
+    def status(text: str) -> None:
+        now = time.monotonic()
+        if tty:
+            text = text[: shutil.get_terminal_size().columns - 1]
+            sys.stderr.write("\r" + text.ljust(last["width"]))
+            sys.stderr.flush()
+            last["width"] = len(text)
+        elif now - last["printed"] >= 30:
+            print(text, file=sys.stderr, flush=True)
+            last["printed"] = now
+
+    return llama_install.install(say, status)
 
 
 def add_doctor(sub: argparse._SubParsersAction) -> None:

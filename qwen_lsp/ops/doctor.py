@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from pydantic import BaseModel
 
 from qwen_lsp.engine import sandbox
-from qwen_lsp.llm.client import ModelClient, ModelServerError, ReasoningExhausted, ToolsUnsupported, VLLM_HINT
+from qwen_lsp.llm.client import ModelClient, ModelServerError, ReasoningExhausted, ToolsUnsupported, SERVER_HINT
 from qwen_lsp.llm.parsing import loads_loose
 from qwen_lsp.settings import Settings
 from qwen_lsp.llm.tokens import count_tokens
@@ -80,22 +80,24 @@ async def run_doctor(settings: Settings, on_check: Callable[[Check], None] | Non
         try:
             info = await client.info()
         except ModelServerError as exc:
-            done(Check(name="server reachable", ok=False, detail=str(exc).replace(VLLM_HINT, "").strip(),
-                       fix=f"{VLLM_HINT}. {SERVE_HINT}"))
+            done(Check(name="server reachable", ok=False, detail=str(exc).replace(SERVER_HINT, "").strip(),
+                       fix=f"{SERVER_HINT}. {SERVE_HINT}"))
             return checks
         done(Check(name="server reachable", ok=True, detail=settings.base_url))
+        local = info.owned_by == SERVED_BY  # llama.cpp has none of vLLM's flags: its fixes are serve-local's
         long_enough = (info.max_model_len or 0) >= 32_768
+        context_fix = "serve-local --ctx-size 65536 (at least 32768)" if local else "serve with --max-model-len 262144 (at least 32768)"
         done(
             Check(
                 name="model and context",
                 ok=long_enough,
                 detail=f"{info.model}, max_model_len={info.max_model_len or 'not reported'}",
-                fix="" if long_enough else "serve with --max-model-len 262144 (at least 32768; serve-local: --ctx-size)",
+                fix="" if long_enough else context_fix,
             )
         )
         for what, probe in PROBES.items():
             starting(what)
-            done(*await _guard(globals()[probe], client))
+            done(*await _guard(globals()[probe], client, local))
         starting("tokenizer")
         done(await _tokenizer(settings, info.model))
     finally:
@@ -116,21 +118,28 @@ def sandbox_check(settings: Settings) -> Check:
                  fix=jail.fix)
 
 
-async def _guard(probe: Callable[[ModelClient], Awaitable[list[Check]]], client: ModelClient) -> list[Check]:
+# What a failing probe's fix says on serve-local (llama.cpp): the GGUF and its chat template are what
+# decide thinking, tool calls and the switch between them there, not server flags.
+LOCAL_TEMPLATE_FIX = ("serve a Qwen3.6 GGUF that carries its own chat template (serve-local uses it; "
+                      "`qwen-lsp serve-local` prints which template it loaded)")
+
+
+async def _guard(probe: Callable[[ModelClient, bool], Awaitable[list[Check]]], client: ModelClient,
+                 local: bool) -> list[Check]:
     try:
-        return await probe(client)
+        return await probe(client, local)
     except ModelServerError as exc:
         return [Check(name=probe.__name__.strip("_").replace("_", " "), ok=False, detail=str(exc))]
 
 
-async def _thinking(client: ModelClient) -> list[Check]:
-    fix = "serve with --reasoning-parser qwen3"
+async def _thinking(client: ModelClient, local: bool) -> list[Check]:
+    fix = LOCAL_TEMPLATE_FIX if local else "serve with --reasoning-parser qwen3"
     try:
         reply = await client.complete(_user("Reply with the single word: ok"), thinking=True, max_tokens=1024)
     except ReasoningExhausted:
         return [Check(name="thinking works", ok=True, detail="reasoning seen (longer than the probe allows)")]
     if reply.reasoning_from_text:
-        if await _served_locally(client):  # llama.cpp has no reasoning parser; the client splits <think> itself
+        if local:  # llama.cpp has no reasoning parser; the client splits <think> itself
             return [Check(name="thinking works", ok=True, detail="reasoning seen (inline <think>, split by qwen-lsp)")]
         return [Check(name="thinking works", ok=False, detail="reasoning arrives inline in content (no reasoning parser)", fix=fix)]
     seen = bool(reply.reasoning)
@@ -138,22 +147,23 @@ async def _thinking(client: ModelClient) -> list[Check]:
                   fix="" if seen else fix)]
 
 
-async def _non_thinking(client: ModelClient) -> list[Check]:
+async def _non_thinking(client: ModelClient, local: bool) -> list[Check]:
     reply = await client.complete(_user("Reply with the single word: ok"), thinking=False, max_tokens=32)
     ok = bool(reply.content) and not reply.reasoning
     return [Check(name="non-thinking works", ok=ok, detail=repr(reply.content[:40]),
-                  fix="" if ok else "the server ignores chat_template_kwargs.enable_thinking; use vLLM >= 0.19 with Qwen3.6's chat template")]
+                  fix="" if ok else "the server ignores chat_template_kwargs.enable_thinking; "
+                  + (LOCAL_TEMPLATE_FIX if local else "use vLLM >= 0.19 with Qwen3.6's chat template"))]
 
 
-async def _tools(client: ModelClient) -> list[Check]:
-    fix = "serve with --enable-auto-tool-choice --tool-call-parser qwen3_coder"
+async def _tools(client: ModelClient, local: bool) -> list[Check]:
+    fix = LOCAL_TEMPLATE_FIX if local else "serve with --enable-auto-tool-choice --tool-call-parser qwen3_coder"
     try:
         reply = await client.complete(
             _user("Call the ping tool with word='pong'."), thinking=False, max_tokens=128, tools=[PING_TOOL]
         )
     except ToolsUnsupported as exc:
         return [Check(name="tool calls parse", ok=False, detail=str(exc), fix=fix)]
-    if reply.tool_calls_from_text and await _served_locally(client):  # no tool parser in llama.cpp: ours reads the XML
+    if reply.tool_calls_from_text and local:  # no tool parser in llama.cpp: ours reads the XML
         return [Check(name="tool calls parse", ok=True, detail="ping called (Qwen3-Coder XML, parsed by qwen-lsp)")]
     if reply.tool_calls_from_text:
         return [Check(name="tool calls parse", ok=False, detail="tool calls arrive as XML text (no tool parser)", fix=fix)]
@@ -161,18 +171,20 @@ async def _tools(client: ModelClient) -> list[Check]:
     return [Check(name="tool calls parse", ok=ok, detail="ping called" if ok else "no tool call came back", fix="" if ok else fix)]
 
 
-async def _structured(client: ModelClient) -> list[Check]:
+async def _structured(client: ModelClient, local: bool) -> list[Check]:
     reply = await client.complete(_user("Reply with JSON."), thinking=False, max_tokens=64, json_schema=ANSWER_SCHEMA)
     try:
         ok = loads_loose(reply.content).get("answer") == "qwen-lsp-ok"
     except (ValueError, AttributeError):
         ok = False
     return [Check(name="structured outputs honored", ok=ok, detail=repr(reply.content[:60]),
-                  fix="" if ok else "use a vLLM that supports structured_outputs (guided_json is ignored by current servers)")]
+                  fix="" if ok else ("serve-local turns structured_outputs into llama.cpp's JSON-schema grammar: "
+                                     "update qwen-lsp and llama-cpp-python (qwen-lsp serve-local --install)" if local else
+                                     "use a vLLM that supports structured_outputs (guided_json is ignored by current servers)"))]
 
 
-async def _cached_tokens_and_prefix(client: ModelClient) -> list[Check]:
-    if await _served_locally(client):
+async def _cached_tokens_and_prefix(client: ModelClient, local: bool) -> list[Check]:
+    if local:
         return [Check(name="prefix caching", ok=True,
                       detail="llama.cpp reuses the previous request's prompt prefix (it reports no cached tokens)")]
     first = await client.complete(_user(PREFIX_PROBE), thinking=False, max_tokens=8)
@@ -189,10 +201,6 @@ async def _cached_tokens_and_prefix(client: ModelClient) -> list[Check]:
         fix="" if effective else "serve with --enable-prefix-caching (and --enable-prompt-tokens-details to see it)",
     ))
     return checks
-
-
-async def _served_locally(client: ModelClient) -> bool:
-    return (await client.info()).owned_by == SERVED_BY
 
 
 async def _tokenizer(settings: Settings, model: str) -> Check:

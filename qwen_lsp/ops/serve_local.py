@@ -28,8 +28,8 @@ from pydantic import BaseModel
 DEFAULT_CONTEXT = 65_536  # Qwen3.6 trains on 262K; 64K fits the agent's budgets and a laptop's memory
 SERVED_BY = "qwen-lsp serve-local (llama.cpp)"  # in /v1/models, so doctor knows what it talks to
 INSTALL_HINT = (
-    "serve-local needs llama-cpp-python: pipx inject qwen-lsp 'llama-cpp-python[server]' "
-    "(or pip install -e '.[local]'); for a GPU build set CMAKE_ARGS first, e.g. CMAKE_ARGS=-DGGML_CUDA=on"
+    "serve-local needs llama-cpp-python: qwen-lsp serve-local --install builds it once for this machine "
+    "(about 12 CPU-minutes); for a GPU build set CMAKE_ARGS first, e.g. CMAKE_ARGS=-DGGML_CUDA=on"
 )
 
 # The current request's chat_template_kwargs (set by the middleware, read by the chat template).

@@ -122,5 +122,6 @@ def _command(model: str, context: int, tp: int, dp: int, seqs: int, mtp: bool) -
 LLAMA_CPP_ROUTE = """\
 # No GPU, a Mac, or one 24-32 GiB GPU: llama.cpp with a GGUF quantization of Qwen3.6-27B
 # downloaded from Hugging Face (Q4_K_M is about 17 GB), served OpenAI-compatible on :8000.
-# Needs llama-cpp-python: pipx inject qwen-lsp 'llama-cpp-python[server]' (GPU: CMAKE_ARGS=-DGGML_CUDA=on first).
+# Needs llama.cpp, built once for this machine (about 12 CPU-minutes; GPU: CMAKE_ARGS=-DGGML_CUDA=on first):
+qwen-lsp serve-local --install
 qwen-lsp serve-local --model Qwen3.6-27B-Q4_K_M.gguf --port 8000"""

@@ -14,6 +14,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import math
 import re
 from collections import Counter
 from collections.abc import Callable
@@ -28,7 +29,7 @@ from unidiff.errors import UnidiffParseError
 from qwen_lsp.context import git_context, source, treesitter
 from qwen_lsp.engine.cache import StateCache
 from qwen_lsp.engine.prompts import REVIEW_VERSION, SYSTEM_PROMPT
-from qwen_lsp.llm.client import ModelClient, ModelServerError, ServerUnavailable
+from qwen_lsp.llm.client import ModelClient, ModelServerError, ServerUnavailable, StreamProgress
 from qwen_lsp.llm.parsing import loads_loose
 from qwen_lsp.settings import Settings
 from qwen_lsp.llm.tokens import count_tokens, truncate_to_tokens
@@ -460,10 +461,11 @@ async def review_diff(
         hit = cache.get(key, ReviewResult)
         if hit is not None and hit.reviewed:
             return hit.model_copy(update={"cached": True, "prompt_tokens": 0, "completion_tokens": 0, "cached_tokens": 0})
+    progress = StreamProgress()
     try:
-        result = await asyncio.wait_for(_ask(diff, files, workspace, settings, client, think, read_file), deadline)
+        result = await asyncio.wait_for(_ask(diff, files, workspace, settings, client, think, read_file, progress), deadline)
     except (asyncio.TimeoutError, TimeoutError):
-        return ReviewResult(findings=[], available=False, error=f"the model server gave no review within {deadline:g}s")
+        return ReviewResult(findings=[], available=False, error=deadline_message(deadline or 0, progress, think))
     except ServerUnavailable as exc:
         return ReviewResult(findings=[], available=False, error=str(exc))
     except ModelServerError as exc:
@@ -473,13 +475,29 @@ async def review_diff(
     return result
 
 
+def deadline_message(deadline: float, progress: StreamProgress, think: bool) -> str:
+    """Pure: what the model server had done when the review's deadline ran out, and what to change."""
+    more = f"give it more time (qwen-review --timeout {math.ceil(max(2 * deadline, 60) / 60) * 60})"
+    lighter = ", or review without --think" if think else ", or commit in smaller steps"
+    if progress.started is None:
+        return f"the review's {deadline:g} s deadline ran out before the request reached the model server; {more}"
+    if progress.first_token is None:
+        return (f"the model server took the request but sent no token within the review's {deadline:g} s deadline "
+                f"(busy with other requests, or still reading a long prompt); {more}{lighter}")
+    return (f"cut off at the review's {deadline:g} s deadline while the model was still answering: its first token "
+            f"came after {progress.first_token:.1f} s and it had streamed {progress.nbytes / 1000:.1f} kB since; "
+            f"{more}{lighter}")
+
+
 async def _ask(
-    diff: str, files: list[ChangedFile], workspace: Path, settings: Settings, client: ModelClient, think: bool, read_file: ReadFile | None
+    diff: str, files: list[ChangedFile], workspace: Path, settings: Settings, client: ModelClient, think: bool,
+    read_file: ReadFile | None, progress: StreamProgress | None = None,
 ) -> ReviewResult:
     # git and tree-sitter block; keep the language server's event loop free.
     messages = await asyncio.to_thread(build_messages, diff, files, workspace, settings, read_file)
     max_tokens = settings.plan_max_tokens if think else settings.patch_max_tokens
-    completion = await client.complete(messages, thinking=think, max_tokens=max_tokens, json_schema=FINDINGS_SCHEMA)
+    completion = await client.complete(messages, thinking=think, max_tokens=max_tokens, json_schema=FINDINGS_SCHEMA,
+                                       progress=progress)
     result = ReviewResult(
         findings=[],
         prompt_tokens=completion.prompt_tokens,

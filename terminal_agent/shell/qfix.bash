@@ -21,7 +21,7 @@ __qfix_quote() {  # sets __qfix_q to $1 as a JSON string literal
 __qfix_record() {
     local rc=$? entry number cmd first command_json
     entry=$(HISTTIMEFORMAT= builtin history 1)
-    [[ $entry =~ ^\ *([0-9]+)\*?\ +(.*)$ ]] || { __qfix_cwd=$PWD; return $rc; }
+    [[ $entry =~ ^\ *([0-9]+)\*?\ +(.*)$ ]] || { __qfix_cwd=$PWD __qfix_on_line=; return $rc; }
     number=${BASH_REMATCH[1]} cmd=${BASH_REMATCH[2]}
     # A command ran when PS0 set the flag (bash >= 4.4; it catches repeats that HISTCONTROL=ignoredups
     # keeps out of history) or when the history moved on. Neither: an empty line.
@@ -29,7 +29,9 @@ __qfix_record() {
         __qfix_ran= __qfix_histno=$number
         first=${cmd#"${cmd%%[![:space:]]*}"}
         first=${first%%[[:space:]]*}
-        if [[ ${first##*/} != qfix ]]; then  # qfix itself is not the command to fix
+        # qfix itself is not the command to fix; on a line with qfix after the command (`cmd || qfix`)
+        # qfix has already recorded `cmd` itself (terminal_agent/same_line.py).
+        if [[ ${first##*/} != qfix && -z $__qfix_on_line ]]; then
             __qfix_quote "$cmd"; command_json=$__qfix_q
             __qfix_quote "$__qfix_cwd"
             printf '{"shell":"bash","pid":%s,"command":%s,"exit_code":%s,"cwd":%s}\n' \
@@ -37,6 +39,7 @@ __qfix_record() {
         fi
     fi
     __qfix_cwd=$PWD  # where the next command is typed
+    __qfix_on_line=
     return $rc
 }
 
@@ -44,6 +47,7 @@ __qfix_histno=
 [[ $(HISTTIMEFORMAT= builtin history 1) =~ ^\ *([0-9]+) ]] && __qfix_histno=${BASH_REMATCH[1]}
 __qfix_cwd=$PWD
 __qfix_ran=
+__qfix_on_line=
 if [[ $PROMPT_COMMAND != *__qfix_record* ]]; then
     PROMPT_COMMAND="__qfix_record${PROMPT_COMMAND:+;$PROMPT_COMMAND}"
     # PS0 is expanded just before a command runs: the subscript sets the flag and prints nothing.
@@ -51,9 +55,16 @@ if [[ $PROMPT_COMMAND != *__qfix_record* ]]; then
 fi
 
 qfix() {
-    local buffer="$__qfix_sessions/$$.buffer" rc line
+    local status=$? buffer="$__qfix_sessions/$$.buffer" rc line= entry
+    # The line being run, so that `cmd || qfix` fixes `cmd` (not yet recorded: the hook runs once the
+    # line is done). bash puts a typed line in history before running it; the number tells it is new.
+    if [[ -n $__qfix_ran ]]; then
+        __qfix_on_line=1
+        entry=$(HISTTIMEFORMAT= builtin history 1)
+        [[ $entry =~ ^\ *([0-9]+)\*?\ +(.*)$ && ${BASH_REMATCH[1]} != "$__qfix_histno" ]] && line=${BASH_REMATCH[2]}
+    fi
     command rm -f -- "$buffer"
-    QFIX_SHELL=bash QFIX_SHELL_PID=$$ QFIX_BUFFER_FILE=$buffer __qfix_exec "$@"
+    QFIX_SHELL=bash QFIX_SHELL_PID=$$ QFIX_BUFFER_FILE=$buffer QFIX_LINE=$line QFIX_LINE_STATUS=$status __qfix_exec "$@"
     rc=$?
     if [[ -s $buffer ]]; then
         line=$(<"$buffer")
@@ -61,6 +72,7 @@ qfix() {
         # bash cannot pre-fill the next prompt from a function: offer the line here instead.
         if read -r -e -i "$line" -p "qfix: edit, Enter runs it, Ctrl-C cancels> " line && [[ -n $line ]]; then
             builtin history -s -- "$line"
+            __qfix_on_line=  # the hook records this line's last command: the accepted one
             eval -- "$line"
             rc=$?
         fi

@@ -16,19 +16,27 @@ end
 
 function __qfix_preexec --on-event fish_preexec
     set -g __qfix_cwd $PWD
+    set -g __qfix_line $argv[1]  # the line being run: `cmd; or qfix` fixes `cmd`, not yet recorded
 end
 
 function __qfix_postexec --on-event fish_postexec
     set -l rc $status
     set -l cmd $argv[1]
     test -n "$cmd"; or return
+    set -l on_line $__qfix_on_line
+    set -e __qfix_on_line
     string match -qr '^\s*(\S*/)?qfix(\s|$)' -- $cmd; and return  # qfix itself is not the command to fix
+    test -n "$on_line"; and return  # qfix ran after the command on this line and recorded it itself
     printf '{"shell":"fish","pid":%s,"command":%s,"exit_code":%s,"cwd":%s}\n' \
         $fish_pid (__qfix_quote $cmd) $rc (__qfix_quote $__qfix_cwd) >$__qfix_sessions/$fish_pid.json 2>/dev/null
 end
 
 function qfix --description 'fix the last failed command with Qwen'
+    set -l qfix_status $status
     set -l buffer $__qfix_sessions/$fish_pid.buffer
+    set -lx QFIX_LINE_STATUS $qfix_status
+    set -lx QFIX_LINE "$__qfix_line"
+    set -g __qfix_on_line 1
     command rm -f -- $buffer
     set -lx QFIX_SHELL fish
     set -lx QFIX_SHELL_PID $fish_pid

@@ -11,7 +11,7 @@ __qfix_exec() {  # the qfix that printed this script; it may since have been uni
 command mkdir -p -- "$__qfix_sessions" 2>/dev/null
 command rm -f -- "$__qfix_sessions/$$.json"  # a dead shell with our pid may have left one
 
-typeset -g __qfix_pending= __qfix_cmd= __qfix_cwd=$PWD __qfix_q=
+typeset -g __qfix_pending= __qfix_cmd= __qfix_cwd=$PWD __qfix_q= __qfix_on_line=
 
 __qfix_quote() {  # sets __qfix_q to $1 as a JSON string literal
     local s=$1
@@ -27,7 +27,9 @@ __qfix_precmd() {
     local rc=$? command_json
     [[ -n $__qfix_pending ]] || return $rc  # an empty line ran nothing
     __qfix_pending=
-    [[ ${${(z)__qfix_cmd}[1]:t} == qfix ]] && return $rc  # qfix itself is not the command to fix
+    # qfix itself is not the command to fix; on a line with qfix after the command (`cmd || qfix`)
+    # qfix has already recorded `cmd` itself (terminal_agent/same_line.py).
+    [[ ${${(z)__qfix_cmd}[1]:t} == qfix || -n $__qfix_on_line ]] && { __qfix_on_line=; return $rc }
     __qfix_quote "$__qfix_cmd"; command_json=$__qfix_q
     __qfix_quote "$__qfix_cwd"
     printf '{"shell":"zsh","pid":%s,"command":%s,"exit_code":%s,"cwd":%s}\n' \
@@ -40,9 +42,11 @@ add-zsh-hook preexec __qfix_preexec
 add-zsh-hook precmd __qfix_precmd
 
 qfix() {
-    local buffer="$__qfix_sessions/$$.buffer" rc
+    local qfix_status=$? buffer="$__qfix_sessions/$$.buffer" rc line=
+    # The line being run (preexec saw it), so that `cmd || qfix` fixes `cmd`, not yet recorded.
+    [[ -n $__qfix_pending ]] && { line=$__qfix_cmd; __qfix_on_line=1 }
     command rm -f -- "$buffer"
-    QFIX_SHELL=zsh QFIX_SHELL_PID=$$ QFIX_BUFFER_FILE=$buffer __qfix_exec "$@"
+    QFIX_SHELL=zsh QFIX_SHELL_PID=$$ QFIX_BUFFER_FILE=$buffer QFIX_LINE=$line QFIX_LINE_STATUS=$qfix_status __qfix_exec "$@"
     rc=$?
     if [[ -s $buffer ]]; then
         print -z -- "$(<$buffer)"  # the next prompt starts with it; Enter runs it

@@ -43,6 +43,12 @@ def test_neovim_is_recent_enough():
     assert (major, minor) >= (0, 11), f"the plugin needs Neovim >= 0.11, found {version}"
 
 
+def test_an_old_neovim_gets_one_message_and_no_stack_trace(tmp_path):
+    """Debian's Neovim 0.7.2 (faked): setup() in init.lua runs before plugin/, and must check first."""
+    output = nvim_lua(PLUGIN / "tests" / "old_version.lua", tmp_path, timeout=60)
+    assert "1 passed, 0 failed" in output
+
+
 def test_unit(tmp_path):
     output = nvim_lua(PLUGIN / "tests" / "unit.lua", tmp_path, timeout=120)
     assert " 0 failed" in output

@@ -34,7 +34,7 @@ async def test_ask_applies_a_versioned_edit_through_the_client(lsp, vllm, projec
     vllm.script(plan_reply(), *FIX_REPLIES)
     answer = await execute(lsp, "qwen.server.ask", {"uri": uri, "range": selection(0, 3), "instruction": "make add add"})
 
-    assert answer == {"applied": True, "summary": "add now adds", "title": lsp.applied_edits[0].label}
+    assert answer == {"applied": True, "summary": "the model says: “add now adds”", "title": lsp.applied_edits[0].label}
     (params,) = lsp.applied_edits
     (doc_edit,) = params.edit.document_changes
     assert doc_edit.text_document.version == 4

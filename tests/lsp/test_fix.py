@@ -15,6 +15,7 @@ from tests.lsp.helpers import (
     FIX_REPLIES, PYTEST, PYTEST_OUTPUT, code_actions, foreign_diagnostic, open_doc, plan_reply, slow_plan_reply,
     terminal_output, wait_until,
 )
+from tests.vllm_double import Reply
 
 
 async def test_resolve_fixes_a_real_bug_with_a_versioned_annotated_edit(lsp, vllm, project):
@@ -112,6 +113,22 @@ async def test_cancelling_the_progress_cancels_the_fix(lsp, vllm, project):
     end = lsp.progress_reports[token][-1]
     assert isinstance(end, types.WorkDoneProgressEnd) and end.message == "cancelled"
     assert lsp.statuses[-1]["state"] == "idle"
+
+
+async def test_a_resolve_that_finds_nothing_ends_with_a_message_labelling_the_models_words(lsp, vllm, project):
+    """A client applies a resolved action without an edit by doing nothing (Neovim's `gra`, VS Code's quick
+    fix): the server's message is what says the fix ended, what was tried and why nothing changed."""
+    uri = open_doc(lsp, project, "calc.py")
+    (fix, *_) = await code_actions(lsp, uri, [foreign_diagnostic()])
+    vllm.script(plan_reply(), Reply(tool_calls=[("finish", {"summary": "All good\x1b[2J, tests\u202e pass"})]))
+    resolved = await lsp.code_action_resolve_async(fix)
+
+    assert resolved.edit is None and resolved.command is None
+    (message,) = await wait_until(lambda: [m for m in lsp.messages if "made no change" in m.message], timeout=60)
+    assert message.type == types.MessageType.Info
+    assert message.message.startswith("Qwen made no change for ") and "tried a plan and 1 patch round;" in message.message
+    assert "the model says: “All good␛[2J, tests\\u202e pass”" in message.message  # labelled, escapes shown
+    assert resolved.disabled.reason == message.message
 
 
 async def test_a_buffer_changed_during_resolve_is_refused(lsp, vllm, project):

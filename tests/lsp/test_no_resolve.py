@@ -65,6 +65,8 @@ async def test_a_fix_that_finds_nothing_says_so_in_a_message(eglot, vllm, projec
     vllm.script(plan_reply(), Reply(tool_calls=[("finish", {"summary": "nothing to change"})]))
     await eglot.workspace_execute_command_async(
         types.ExecuteCommandParams(command=fix.command.command, arguments=fix.command.arguments))
-    message = await wait_until(lambda: [m for m in eglot.messages if "no fix applied" in m.message], timeout=60)
-    assert message and eglot.applied_edits == []
+    (message,) = await wait_until(lambda: [m for m in eglot.messages if "no fix applied" in m.message], timeout=60)
+    assert eglot.applied_edits == []
+    assert "tried a plan and 1 patch round" in message.message  # what was tried
+    assert message.message.endswith("the model says: “nothing to change”")  # the model's words, labelled
 

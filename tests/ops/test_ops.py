@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from qwen_lsp.llm import calllog
 from qwen_lsp.cli import main as qwen_lsp_main
 from qwen_lsp.ops.doctor import run_doctor
+from qwen_lsp.ops.serve_local import SERVED_BY
 from qwen_lsp.ops.serving import LINEAR_STATE_BYTES, NotEnoughMemory, kv_bytes_per_token, max_context, plan_serving, tensor_parallel
 from qwen_lsp.settings import Settings
 from qwen_lsp.ops.stats import parse_metrics, summarize
@@ -118,11 +120,25 @@ async def test_doctor_names_each_misconfiguration_with_its_fix(tmp_path, double_
     assert sum(not ok for ok, _ in results.values()) <= 2  # only what is really wrong
 
 
+async def test_doctor_against_serve_local_never_prescribes_vllm_flags(tmp_path):
+    """llama.cpp behind serve-local has no --reasoning-parser or --tool-call-parser: its fixes name what it has."""
+    with VLLMDouble(max_model_len=8192) as double:
+        double.owned_by = SERVED_BY
+        double.responder = lambda body: Reply(content="ok")  # never thinks, never calls a tool, ignores schemas
+        checks = await run_doctor(Settings(base_url=double.base_url, cache_dir=tmp_path))
+    failing = {c.name: c.fix for c in checks if not c.ok}
+    assert {"model and context", "thinking works", "tool calls parse", "structured outputs honored"} <= set(failing)
+    for name, fix in failing.items():
+        assert fix and not re.search(r"--max-model-len|--reasoning-parser|--tool-call-parser|--enable-|vLLM", fix), (name, fix)
+    assert "--ctx-size" in failing["model and context"] and "chat template" in failing["tool calls parse"]
+
+
 async def test_doctor_on_a_server_that_is_down(tmp_path):
     port = free_port()
     checks = await run_doctor(Settings(base_url=f"http://127.0.0.1:{port}/v1", cache_dir=tmp_path))
     assert [(c.name, c.ok) for c in checks] == [("sandbox for verification", True), ("server reachable", False)]
     assert "vllm serve" in checks[1].fix and "qwen-lsp model-command" in checks[1].fix and "serve-local" in checks[1].fix
+    assert "serve-local --model" in checks[1].detail + checks[1].fix
 
 
 async def test_doctor_says_when_fixes_cannot_be_verified_and_how_to_enable_the_sandbox(tmp_path, monkeypatch):

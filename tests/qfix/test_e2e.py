@@ -9,7 +9,8 @@ import subprocess
 import pytest
 
 from tests.net import closed_port_url
-from tests.qfix.helpers import BUGGY, FIXED, QFIX, Shell, fix_replies
+from tests.qfix.helpers import BUGGY, FIXED, PLAN, QFIX, Shell, fix_replies
+from tests.vllm_double import Reply
 
 
 @pytest.mark.parametrize("shell_name", ["bash", "zsh"])
@@ -111,6 +112,16 @@ def test_json_without_yes_is_a_dry_run(repo, qfix_env, vllm):
     assert proc.returncode == 0 and not report["applied"] and report["outcome"] == "proposed"
     assert report["verification"]["in_temporary_copy"]  # only the engine's check ran, nothing was written
     assert (repo / "script.py").read_text() == BUGGY
+
+
+def test_json_summary_is_the_models_words_sanitized_and_labelled(repo, qfix_env, vllm):
+    vllm.script(Reply(reasoning="hm", content=json.dumps(PLAN)),
+                Reply(tool_calls=[("finish", {"summary": "Fixed\x1b]0;owned\x07 it, all tests pass"})]))
+    proc = subprocess.run([QFIX, "--json", "--yes", "--", "python", "script.py"], cwd=repo, env=qfix_env,
+                          capture_output=True, text=True, timeout=90, stdin=subprocess.DEVNULL)
+    report = json.loads(proc.stdout)
+    assert proc.returncode == 1 and report["outcome"] == "no_change" and report["summary_by"] == "model"  # a claim of the model's, not qfix's
+    assert report["summary"] == "Fixed␛]0;owned␇ it, all tests pass"  # escape sequences shown, never raw
 
 
 def test_json_reports_a_server_down_error(repo, qfix_env):

@@ -85,7 +85,7 @@ def test_the_readme_install_and_first_fix_work_in_a_clean_login_shell(tmp_path, 
     assert install.returncode == 0, install.stdout + install.stderr
 
     rc_line = readme_line(r"qfix init bash")
-    assert rc_line.startswith("command -v qfix")  # guarded: a shell without qfix still starts cleanly
+    assert rc_line.startswith("eval ") and "2>/dev/null" in rc_line  # a shell without qfix still starts cleanly
     with (home / ".bashrc").open("a") as bashrc:
         bashrc.write(rc_line + "\n")
 
@@ -137,6 +137,23 @@ def test_the_rc_line_is_harmless_when_qfix_is_not_installed(tmp_path, newcomer):
     for run in (shell, interactive):
         assert run.returncode == 0 and run.stdout.strip() == "started"
         assert "qfix" not in run.stderr and "not found" not in run.stderr, run.stderr
+
+
+@pytest.mark.parametrize("shell_name", ["bash", "zsh"])
+def test_the_rc_line_finds_qfix_in_local_bin_before_that_is_on_path(shell_name, tmp_path):
+    """pipx ensurepath appends ~/.local/bin to PATH at the END of ~/.bashrc: the README's line, earlier in the
+    file, must still install the hook rather than silently do nothing."""
+    if shutil.which(shell_name) is None:
+        pytest.skip(f"{shell_name} is not installed")
+    local_bin = tmp_path / ".local" / "bin"
+    local_bin.mkdir(parents=True)
+    (local_bin / "qfix").symlink_to(Path(sys.executable).with_name("qfix"))  # where pipx puts it
+    line = readme_line(r"qfix init bash").replace("init bash", f"init {shell_name}")
+    env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "QFIX_STATE_DIR": str(tmp_path / "state"),
+           "LANG": "C.UTF-8", **{k: v for k, v in os.environ.items() if k == "PYTHONPATH"}}
+    run = subprocess.run([shell_name, "-c", f"{line}\nwhence -w qfix" if shell_name == "zsh" else f"{line}\ntype -t qfix"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert run.stdout.split()[-1:] == ["function"], run.stdout + run.stderr
 
 
 @pytest.mark.parametrize("shell_name", ["bash", "zsh", "fish"])

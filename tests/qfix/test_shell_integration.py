@@ -80,6 +80,18 @@ def test_init_is_fast_and_rejects_unknown_shells(qfix_env):
     assert bad.returncode == 2 and "usage: qfix init" in bad.stderr
 
 
+def test_init_into_a_closed_pipe_ends_quietly(qfix_env):
+    """`qfix init bash | head -1`: the reader is gone before qfix writes; no BrokenPipeError traceback."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # as `head` does once it has its lines: every write now fails with EPIPE
+    try:
+        proc = subprocess.run([QFIX, "init", "bash"], env=qfix_env, stdout=write_end, stderr=subprocess.PIPE,
+                              text=True, timeout=60)
+    finally:
+        os.close(write_end)
+    assert proc.stderr == "" and proc.returncode == 141  # as if killed by SIGPIPE, like any filter
+
+
 def test_without_integration_or_command_qfix_says_what_to_do(tmp_path, qfix_env):
     proc = subprocess.run([QFIX], cwd=tmp_path, env=qfix_env, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     assert proc.returncode == 2

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from pathlib import Path
 
 import pytest
@@ -242,7 +244,21 @@ async def test_deadline_makes_a_slow_server_unavailable(calc_repo: GitRepo, vllm
         result = await review_diff(_staged_diff(calc_repo), calc_repo.root, client.settings, client, deadline=0.5)
     finally:
         await client.close()
-    assert not result.available and "within 0.5s" in (result.error or "")
+    error = result.error or ""
+    assert not result.available and "still answering" in error and "0.5 s deadline" in error
+    assert re.search(r"first token came after 0\.[0-4]\d* s", error) and "--timeout 60" in error  # what to change
+
+
+async def test_deadline_before_the_first_token_says_no_token_came(calc_repo: GitRepo, vllm: VLLMDouble) -> None:
+    vllm.script(Reply(content="{}", chunk_delay=3.0))  # the role chunk at once, the first token 3 s later
+    client = ModelClient(_settings(vllm.base_url))
+    try:
+        result = await review_diff(_staged_diff(calc_repo), calc_repo.root, client.settings, client, deadline=0.5)
+    finally:
+        await client.close()
+    error = result.error or ""
+    assert not result.available and "sent no token within the review's 0.5 s deadline" in error, error
+    assert "still answering" not in error and "--timeout" in error
 
 
 async def test_unusable_answer_is_an_error_not_a_pass(calc_repo: GitRepo, vllm: VLLMDouble) -> None:

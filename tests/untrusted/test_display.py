@@ -120,4 +120,4 @@ async def test_a_fix_the_editor_shows_carries_the_models_words_visibly(lsp, vllm
         Reply(tool_calls=[("finish", {"summary": "nothing\x1b[2K to \u202edo"})]),
     )
     resolved = await lsp.code_action_resolve_async(fix)
-    assert resolved.edit is None and resolved.disabled.reason == "nothing␛[2K to \\u202edo"
+    assert resolved.edit is None and resolved.disabled.reason.endswith("the model says: “nothing␛[2K to \\u202edo”")

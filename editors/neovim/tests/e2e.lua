@@ -365,6 +365,26 @@ t.test(':QwenCancel while a fix runs: the model stream closes, nothing changes, 
   end, 'the fix after the cancel to land; calc.py is: ' .. vim.inspect(vim.api.nvim_buf_get_lines(calc_buf, 0, -1, false)))
 end)
 
+t.test('a fix that finds nothing (gra) ends with a message in :messages: what was tried, the model\'s words', function()
+  local lines = vim.api.nvim_buf_get_lines(calc_buf, 0, -1, false)
+  local plan = vim.tbl_extend('force', PLAN, { hypotheses = { 'no bug' }, evidence = {}, steps = { 'nothing to do' } })
+  double_api('POST', '/_double/script', {
+    { reasoning = 'Python ints do not overflow.', content = vim.json.encode(plan) },
+    call('finish', { summary = 'overflow cannot happen in Python' }),
+  })
+  local win = vim.fn.bufwinid(calc_buf)
+  vim.api.nvim_set_current_win(win)
+  vim.api.nvim_win_set_cursor(win, { 3, 4 }) -- the review finding
+  vim.cmd('messages clear')
+  apply_fix_with_qwen()
+  t.wait(60000, function()
+    return vim.fn.execute('messages'):find('made no change', 1, true) ~= nil
+  end, ':messages to say the fix ended; it has: ' .. vim.fn.execute('messages'))
+  local said = vim.fn.execute('messages')
+  t.ok(said:find('tried ', 1, true) and said:find('the model says: “', 1, true), 'what was tried, the model labelled: ' .. said)
+  t.eq(vim.api.nvim_buf_get_lines(calc_buf, 0, -1, false), lines, 'calc.py unchanged')
+end)
+
 t.test('with the model server down: one clear message, no stack trace, and the plugin keeps working', function()
   local port = base_url:match(':(%d+)/v1$')
   double:kill('sigterm')

@@ -17,11 +17,30 @@ local M = {}
 
 local initialized = false
 local show_progress = true
+local version_said = false
+
+--- Whether this Neovim has what the plugin uses (vim.lsp.config, the LspProgress event, …); if not,
+--- says so once, with the version and program found (a newer `nvim` may sit later on PATH), and
+--- touches nothing else. Plain Lua and vim.fn only: it must run on any Neovim.
+---@return boolean
+function M.supported()
+  if vim.fn.has('nvim-0.11') == 1 then
+    return true
+  end
+  if not version_said then
+    version_said = true
+    local v = vim.version and vim.version() or {}
+    vim.notify(('qwen_lsp needs Neovim 0.11 or newer; this is %s (%s). Newer Neovim: the README, "In the editor".')
+      :format(v.major and ('%d.%d.%d'):format(v.major, v.minor, v.patch) or 'older', vim.v.progpath),
+      vim.log.levels.WARN)
+  end
+  return false
+end
 
 --- User commands, terminal tracking and the progress display. Idempotent: setup() and the
 --- client's on_init both call it, so the native `vim.lsp.enable('qwen_lsp')` route gets it too.
 function M.init()
-  if initialized then
+  if initialized or not M.supported() then
     return
   end
   initialized = true
@@ -64,6 +83,9 @@ end
 
 ---@param opts qwen_lsp.Options|nil
 function M.setup(opts)
+  if not M.supported() then
+    return -- before anything of 0.11's is touched: an older Neovim gets one message, not a stack trace
+  end
   opts = opts or {}
   show_progress = opts.progress ~= false
   if opts.prompt_pattern then

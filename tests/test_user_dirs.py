@@ -1,0 +1,51 @@
+"""The suite's own cache and state dirs (tests/conftest.py's autouse `own_user_dirs`): a test, and every
+process it starts, writes its model-call log, plan cache and qfix records there, never into the user's."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from platformdirs import user_cache_dir, user_state_dir
+
+from tests.vllm_double import Reply
+
+CALL_IN_A_CHILD = """
+import asyncio
+from qwen_lsp.llm.client import ModelClient
+from qwen_lsp.settings import Settings
+from terminal_agent.paths import state_dir
+
+async def main():
+    client = ModelClient(Settings(max_retries=0))  # every directory from the environment, as qfix has it
+    await client.complete([{"role": "user", "content": "hi"}], thinking=False, max_tokens=8)
+    await client.close()
+
+asyncio.run(main())
+print(state_dir())
+"""
+
+
+def _fingerprint(path: Path) -> tuple[int, int] | None:
+    return (path.stat().st_size, path.stat().st_mtime_ns) if path.exists() else None
+
+
+def test_a_model_call_in_a_child_process_is_logged_in_the_tests_own_cache(own_user_dirs, vllm):
+    users_log = Path(user_cache_dir("qwen-lsp")) / "calls.jsonl"  # HOME and XDG_CACHE_HOME are the user's
+    before = _fingerprint(users_log)
+    vllm.script(Reply(content="ok"))
+    child = subprocess.run([sys.executable, "-c", CALL_IN_A_CHILD], env={**os.environ, "QWEN_LSP_BASE_URL": vllm.base_url},
+                           capture_output=True, text=True, timeout=120)
+    assert child.returncode == 0, child.stderr
+    own_log = own_user_dirs["QWEN_LSP_CACHE_DIR"] / "calls.jsonl"
+    assert len(own_log.read_text().splitlines()) == 1  # the call was counted here...
+    assert _fingerprint(users_log) == before  # ...and not in the user's log
+    assert Path(child.stdout.strip()) == own_user_dirs["QFIX_STATE_DIR"] != Path(user_state_dir("qwen-lsp"))
+
+
+def test_each_test_starts_with_empty_dirs_of_its_own(own_user_dirs, tmp_path_factory):
+    for path in own_user_dirs.values():
+        assert not path.exists() or not any(path.iterdir())
+        assert path.is_relative_to(tmp_path_factory.getbasetemp())
