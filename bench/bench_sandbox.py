@@ -42,7 +42,7 @@ def unsandboxed(overlay: Overlay) -> float:
     """The baseline: the same temporary copy, the command run directly (for comparison only)."""
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="qwen-verify-") as tmp:
-        copy = overlay.materialize(Path(tmp) / "ws")
+        copy, _ = overlay.materialize(Path(tmp) / "ws")
         subprocess.run(["/bin/sh", "-c", PYTEST], cwd=copy, check=True, capture_output=True, stdin=subprocess.DEVNULL)
     return time.perf_counter() - started
 
