@@ -290,12 +290,12 @@ def _next_index(previous: TagIndex | None, tags: dict[str, FileTags], dirty: dic
         return index
     defined_in = defaultdict(set, previous.defined_in)
     for rel in dirty:
-        names = {d.name for d in (previous.files.get(rel) or FileTags([], Counter())).defs if d.kind != "impl"}
-        names |= {d.name for d in (tags.get(rel) or FileTags([], Counter())).defs if d.kind != "impl"}
-        for name in names:
+        before = {d.name for d in (previous.files.get(rel) or FileTags([], Counter())).defs if d.kind != "impl"}
+        now = {d.name for d in (tags.get(rel) or FileTags([], Counter())).defs if d.kind != "impl"}
+        for name in before | now:  # a set lookup per name: a buffer with 9,000 definitions took 20 s
             definers = set(defined_in.get(name, ()))
             definers.discard(rel)
-            if rel in tags and any(d.name == name and d.kind != "impl" for d in tags[rel].defs):
+            if name in now:
                 definers.add(rel)
             if definers:
                 defined_in[name] = definers
