@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import platform
 import re
 import signal
 import uuid
@@ -64,13 +65,21 @@ class SandboxLimits:
 
     def launcher(self, python: str) -> list[str]:
         """The argv prefix that runs a command under these limits (inside the sandbox)."""
-        return [python, "-I", "-S", "-c", _LAUNCHER, str(self.memory_mb * _MB), str(self.processes),
+        processes = self.processes if nproc_enforced() else 0  # else a pids cgroup, or nothing (see doctor)
+        return [python, "-I", "-S", "-c", _LAUNCHER, str(self.memory_mb * _MB), str(processes),
                 str(self.file_size_mb * _MB), str(self.cpu_seconds)]
 
 
 def nproc_enforced() -> bool:
-    """Whether the kernel applies RLIMIT_NPROC to our processes (never to the real root user)."""
-    return os.getuid() != 0
+    """Whether RLIMIT_NPROC set inside the sandbox bounds only the sandbox: the kernel never applies
+    it to the real root user, and before Linux 5.14 it counted every process of the user (a
+    desktop session has hundreds), so it is not set there at all."""
+    return os.getuid() != 0 and _kernel_version() >= (5, 14)
+
+
+def _kernel_version() -> tuple[int, int]:
+    match = re.match(r"(\d+)\.(\d+)", platform.release())
+    return (int(match.group(1)), int(match.group(2))) if match else (0, 0)
 
 
 class PidsCgroup:

@@ -168,3 +168,32 @@ def test_a_repository_cannot_loosen_the_sandbox(tmp_path):
     limits = load_settings(tmp_path).limits
     assert (limits.sandbox_memory_mb, limits.sandbox_processes) == (8192, 512)  # the defaults: ignored
     assert limits.copy_file_max_bytes == 5  # not a sandbox bound: a repository may set it
+
+
+def test_as_an_ordinary_user_the_process_limit_counts_only_the_sandbox(jail):
+    """The rlimit path (what every non-root user gets): RLIMIT_NPROC set by the launcher inside the
+    user namespace bounds the sandbox's processes, however many the user runs outside it."""
+    import subprocess
+
+    from qwen_lsp.engine.sandbox_limits import _LAUNCHER, _kernel_version
+
+    if _kernel_version() < (5, 14):
+        pytest.skip("RLIMIT_NPROC counts per user namespace only from Linux 5.14")
+    drop = [] if os.getuid() != 0 else ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    if drop and shutil.which("setpriv") is None:
+        pytest.skip("running as root without setpriv to become an ordinary user")
+    outside = [subprocess.Popen([*drop, "sleep", "30"]) for _ in range(20)]  # the user's other processes
+    try:
+        argv = [*drop, jail.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-user",
+                "--unshare-pid", "--die-with-parent", "--", "/usr/bin/python3", "-I", "-S", "-c", _LAUNCHER,
+                "0", "16", "0", "0", "/bin/sh", "-c",
+                "/usr/bin/python3 -c 'import os\nn = 0\ntry:\n    while os.fork(): n += 1\nexcept OSError: print(\"forked\", n)'"]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    finally:
+        for sleeper in outside:
+            sleeper.kill()
+            sleeper.wait()
+    # 16 processes of that user in the namespace (the shell, python, its children, which stay as
+    # zombies), although the user already runs 20 outside it.
+    forked = int(done.stdout.split("forked ")[1])
+    assert 8 <= forked < 16, (done.stdout, done.stderr)
