@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from qwen_lsp.engine import sandbox
+from qwen_lsp.engine import sandbox, sandbox_limits
 from qwen_lsp.engine.overlay import Overlay
 from qwen_lsp.engine.sandbox_limits import SandboxLimits, process_limit_available
 from qwen_lsp.engine.validate import HeadTail, run_verify
@@ -29,6 +29,16 @@ from qwen_lsp.sidechannel import Listener, private_dir
 
 SMALL = SandboxLimits(memory_mb=256, processes=32, file_size_mb=16, cpu_seconds=20)
 PY = sys.executable
+
+
+@pytest.fixture(params=["prlimit", "python"])
+def launcher(request, monkeypatch):
+    """Both launchers: util-linux's prlimit, and the Python one used where prlimit is missing."""
+    if request.param == "python":
+        monkeypatch.setattr(sandbox_limits.shutil, "which", lambda *_a, **_k: None)
+    elif sandbox_limits.shutil.which("prlimit", path="/usr/bin:/bin") is None:
+        pytest.skip("no prlimit here")
+    return request.param
 
 
 @pytest.fixture
@@ -52,7 +62,7 @@ async def verify(overlay: Overlay, command: str, jail, limits: SandboxLimits = S
     return outcome, time.perf_counter() - started
 
 
-async def test_a_memory_bomb_is_stopped_by_the_memory_limit(tmp_path, jail):
+async def test_a_memory_bomb_is_stopped_by_the_memory_limit(tmp_path, jail, launcher):
     bomb = f'{PY} -c "a = []\nwhile True: a.append(bytearray(16 << 20))"'
     outcome, seconds = await verify(workspace(tmp_path), bomb, jail)
     assert not outcome.ok and outcome.stopped_by == "memory", outcome.detail
@@ -69,7 +79,7 @@ async def test_a_fork_bomb_is_stopped_by_the_process_limit(tmp_path, jail):
     assert seconds < 20
 
 
-async def test_a_disk_filler_is_stopped_by_the_file_size_limit(tmp_path, jail):
+async def test_a_disk_filler_is_stopped_by_the_file_size_limit(tmp_path, jail, launcher):
     overlay = workspace(tmp_path)
     for filler in ("cat /dev/zero > filler", f"{PY} -c \"f = open('filler', 'wb')\nwhile True: f.write(bytes(1 << 20))\""):
         outcome, seconds = await verify(overlay, filler, jail)
@@ -78,14 +88,14 @@ async def test_a_disk_filler_is_stopped_by_the_file_size_limit(tmp_path, jail):
     assert not (overlay.root / "filler").exists()
 
 
-async def test_cpu_time_is_limited(tmp_path, jail):
+async def test_cpu_time_is_limited(tmp_path, jail, launcher):
     limits = SandboxLimits(memory_mb=256, processes=32, file_size_mb=16, cpu_seconds=1)
     outcome, seconds = await verify(workspace(tmp_path), f'{PY} -c "while True: pass"', jail, limits)
     assert not outcome.ok and outcome.stopped_by == "cpu time", outcome.detail
     assert seconds < 10
 
 
-async def test_ordinary_commands_still_work_under_the_limits(tmp_path, jail):
+async def test_ordinary_commands_still_work_under_the_limits(tmp_path, jail, launcher):
     # Pipes end as usual (the launcher gives back the SIGPIPE Python ignores), and a few processes are fine.
     outcome, _ = await verify(workspace(tmp_path), "yes | head -n 3 && sh -c 'sh -c true' && grep -q 1 calc.py", jail)
     assert outcome.ok, outcome.detail
@@ -186,7 +196,7 @@ def test_as_an_ordinary_user_the_process_limit_counts_only_the_sandbox(jail):
     try:
         argv = [*drop, jail.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-user",
                 "--unshare-pid", "--die-with-parent", "--", "/usr/bin/python3", "-I", "-S", "-c", _LAUNCHER,
-                "0", "16", "0", "0", "/bin/sh", "-c",
+                "0:0", "16:16", "0:0", "0:0", "/bin/sh", "-c",
                 "/usr/bin/python3 -c 'import os\nn = 0\ntry:\n    while os.fork(): n += 1\nexcept OSError: print(\"forked\", n)'"]
         done = subprocess.run(argv, capture_output=True, text=True, timeout=30)
     finally:
