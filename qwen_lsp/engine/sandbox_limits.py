@@ -1,15 +1,16 @@
 """Resource limits for the verification sandbox: memory, processes, file size and CPU time.
 
 bubblewrap has no limits of its own, so:
-- rlimits are set *inside* the sandbox, by a tiny launcher (`python -I -S -c`) that bwrap starts
-  and that execs the command. Set there, after bwrap made the user namespace, RLIMIT_NPROC counts
-  only the processes of that namespace (Linux >= 5.14 counts it per user namespace and uid); set
-  before, it would count every process the user runs and the sandbox could not even start.
+- rlimits are set *inside* the sandbox, by a launcher that bwrap starts and that execs the
+  command (util-linux `prlimit`, else `python -I -S -c`). Set there, after bwrap made the user
+  namespace, RLIMIT_NPROC counts only the processes of that namespace (Linux >= 5.14 counts it
+  per user namespace and uid); set before, it would count every process the user runs, and the
+  sandbox could not even start.
 - the kernel never applies RLIMIT_NPROC to the real root user (uid 0, also inside a user
   namespace that maps to it). Running as root, the process limit is a pids cgroup instead,
   created below our own cgroup (v2, or the v1 `pids` hierarchy) where it is writable, and
-  watched, so a fork bomb is stopped at its first refused fork. Where neither works, the
-  result says that the process limit is not enforced.
+  watched, so a fork bomb is stopped at its first refused fork. Where neither works,
+  `qwen-lsp doctor` says that the process limit is not enforced.
 
 The memory bound is per process (address space); a whole sandbox uses at most
 processes x memory, and the tests choose both small.
@@ -203,21 +204,22 @@ _SIGNS = [
 _SIGNALS = {128 + 24: "cpu time", 128 + 25: "file size"}  # SIGXCPU, SIGXFSZ (sh and bwrap report 128+N)
 
 
-def stopped_by(returncode: int | None, output: str, refused_forks: int = 0) -> str | None:
-    """Which limit stopped a failed command, or None when nothing says a limit did."""
+def stopped_by(returncode: int | None, output: str, refused_forks: int = 0) -> tuple[str, bool] | None:
+    """Which limit stopped a failed command, and whether that is certain (the cgroup refused a fork,
+    the kernel's signal for the limit) or read from the error text the limit causes; or None."""
     if refused_forks:
-        return "processes"
+        return "processes", True
     if not returncode:
         return None
     if returncode in _SIGNALS:
-        return _SIGNALS[returncode]
+        return _SIGNALS[returncode], True
     for name, sign in _SIGNS:
         if sign.search(output):
-            return name
+            return name, False
     return None
 
 
-def describe(limit: str, limits: SandboxLimits) -> str:
+def describe(limit: str, limits: SandboxLimits, certain: bool = True) -> str:
     """One line for the result: which limit, and its value."""
     name, value = {
         "memory": ("memory", f"{limits.memory_mb} MiB of address space per process"),
@@ -225,7 +227,9 @@ def describe(limit: str, limits: SandboxLimits) -> str:
         "file size": ("file size", f"{limits.file_size_mb} MiB per file"),
         "cpu time": ("CPU time", f"{limits.cpu_seconds} s of CPU per process"),
     }[limit]
-    return f"stopped by the sandbox's {name} limit ({value})"
+    if certain:
+        return f"stopped by the sandbox's {name} limit ({value})"
+    return f"probably stopped by the sandbox's {name} limit ({value}): the output shows the error it causes"
 
 
 def process_limit_available() -> bool:

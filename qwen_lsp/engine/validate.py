@@ -130,10 +130,11 @@ async def _run(jail: sandbox.SandboxCommand, cgroup: PidsCgroup | None, timeout:
     text = output.text()
     if proc.returncode == 0:
         return CheckOutcome(name="", ok=True)
-    limit = stopped_by(proc.returncode, text, cgroup.refused_forks() if cgroup else 0)
-    if limit is None:
+    stopped = stopped_by(proc.returncode, text, cgroup.refused_forks() if cgroup else 0)
+    if stopped is None:
         return CheckOutcome(name="", ok=False, detail=text)
-    return CheckOutcome(name="", ok=False, stopped_by=limit, detail=f"{describe(limit, limits)}\n{text}")
+    limit, certain = stopped
+    return CheckOutcome(name="", ok=False, stopped_by=limit, detail=f"{describe(limit, limits, certain)}\n{text}")
 
 
 async def _drain(proc: asyncio.subprocess.Process, output: HeadTail) -> None:

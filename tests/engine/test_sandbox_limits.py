@@ -66,7 +66,8 @@ async def test_a_memory_bomb_is_stopped_by_the_memory_limit(tmp_path, jail, laun
     bomb = f'{PY} -c "a = []\nwhile True: a.append(bytearray(16 << 20))"'
     outcome, seconds = await verify(workspace(tmp_path), bomb, jail)
     assert not outcome.ok and outcome.stopped_by == "memory", outcome.detail
-    assert outcome.detail.startswith("stopped by the sandbox's memory limit (256 MiB")
+    # Read from the MemoryError the limit causes (nothing else tells): said as "probably".
+    assert outcome.detail.startswith("probably stopped by the sandbox's memory limit (256 MiB")
     assert seconds < 10
 
 
