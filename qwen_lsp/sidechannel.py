@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from qwen_lsp.runpaths import MAX_SOCKET_PATH, socket_path  # noqa: F401  (re-exported)
+from qwen_lsp.runpaths import socket_path
 from qwen_lsp.wire import TERMINAL_OUTPUT, TerminalOutput
 
 log = logging.getLogger(__name__)

@@ -9,7 +9,6 @@ wrong could not take the machine down."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shutil
 import socket
