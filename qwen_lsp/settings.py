@@ -73,6 +73,13 @@ class Limits(BaseModel):
     search_total_max_bytes: int = 50_000_000  # search_code stops after reading this much
     search_max_matches: int = 50
     parse_check_seconds: float = 1.0  # per tree-sitter parse; a slower file is left unchecked, not failed
+    # The verification sandbox (engine/sandbox_limits.py). A repository's own settings may not change
+    # these (they are privileged, like commands): only the user loosens the sandbox. 0: no limit.
+    sandbox_memory_mb: int = Field(8192, ge=0)  # address space of each process (RLIMIT_AS)
+    sandbox_processes: int = Field(512, ge=0)  # processes and threads in one sandbox
+    sandbox_file_size_mb: int = Field(1024, ge=0)  # largest file a process may write (RLIMIT_FSIZE)
+    sandbox_cpu_seconds: int = Field(600, ge=0)  # CPU time of each process (RLIMIT_CPU)
+    copy_file_max_bytes: int = Field(64_000_000, ge=0)  # larger files are left out of the verification copy
 
 
 class Settings(BaseSettings):
@@ -307,7 +314,7 @@ TRUSTED_WORKSPACES_ENV = "QWEN_LSP_TRUSTED_WORKSPACES"
 # What a repository's own [tool.qwen-lsp] may not set unless the user trusts the repository:
 # where the prompt and the API key go, request headers, where files are written, what runs.
 PRIVILEGED_KEYS = frozenset({"base_url", "api_key", "session_id", "cache_dir", "run_model_verify_commands"})
-_PRIVILEGED_NAME = re.compile(r"url|api_key|header|command|secret|password|trusted")
+_PRIVILEGED_NAME = re.compile(r"url|api_key|header|command|secret|password|trusted|sandbox")
 
 
 def workspace_trusted(workspace: Path, overrides: dict[str, Any]) -> bool:

@@ -2,8 +2,7 @@
 workspace so `qfix` (or a shell hook) can make the editor show the same
 diagnostics it would show for `qwen/terminalOutput` from the editor's own terminal.
 
-Socket: `<cache_dir>/run/<sha256(real workspace path)[:16]>.sock`, mode 0600; when that path is
-too long for a socket address, `$XDG_RUNTIME_DIR/qwen-lsp/` or else `$TMPDIR/qwen-lsp-<uid>/`.
+Socket: where qwen_lsp.runpaths says (under `<cache_dir>/run/`), mode 0600.
 Its directory must be ours and private (0700): both ends check that on every use and refuse
 otherwise, since a directory another local user created could hold their socket.
 Messages: LSP-framed JSON-RPC notifications (`Content-Length: N\\r\\n\\r\\n{json}`);
@@ -14,47 +13,25 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import json
 import logging
 import os
 import socket
 import stat
-import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from qwen_lsp.runpaths import socket_path
 from qwen_lsp.wire import TERMINAL_OUTPUT, TerminalOutput
 
 log = logging.getLogger(__name__)
 
-# sun_path is 108 bytes on Linux and 104 on macOS, including the final NUL.
-MAX_SOCKET_PATH = 103
 MAX_MESSAGE_BYTES = 32 * 1024 * 1024  # terminal output is big at worst, never this big
-
-
-def _key(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 
 class UnsafeSocketDir(PermissionError):
     """The socket's directory is not a private directory of this user."""
-
-
-def socket_path(workspace: Path, cache_dir: Path) -> Path:
-    """Where a server for `workspace` listens. Deep cache directories (long temp paths) would
-    exceed the Unix socket address limit; then a short per-user directory is used instead,
-    keyed by both paths so both sides still agree."""
-    real = os.path.realpath(workspace)
-    path = Path(cache_dir) / "run" / f"{_key(real)}.sock"
-    if len(os.fsencode(str(path))) <= MAX_SOCKET_PATH:
-        return path
-    name = f"{_key(os.path.realpath(cache_dir) + os.sep + real)}.sock"
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    if runtime and os.path.isabs(runtime) and len(os.fsencode(os.path.join(runtime, "qwen-lsp", name))) <= MAX_SOCKET_PATH:
-        return Path(runtime) / "qwen-lsp" / name
-    return Path(tempfile.gettempdir()) / f"qwen-lsp-{os.getuid()}" / name
 
 
 def private_dir(directory: Path, *, create: bool) -> bool:

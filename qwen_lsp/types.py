@@ -84,6 +84,8 @@ class CheckOutcome(BaseModel):
     name: str  # "parse" or the verify command
     ok: bool
     detail: str = ""
+    stopped_by: str | None = None  # the sandbox limit that stopped the command: "memory", "processes", ...
+    not_copied: list[str] = Field(default_factory=list)  # left out of the verification copy, and why
 
 
 class Validation(BaseModel):

@@ -79,6 +79,10 @@ class UI:
         for check in validation.checks:
             where = "" if check.name.startswith("parses:") else "  (ran sandboxed in a temporary copy)"
             self.say(f"{'✓' if check.ok else '✗'} {check.name}{where}", "green" if check.ok else "red")
+            if check.stopped_by:
+                self.say(f"  {check.detail.splitlines()[0]}", "red")
+            if check.not_copied:
+                self.say("  not in the temporary copy: " + ", ".join(check.not_copied), "yellow")
         if validation.not_verified:
             self.say(f"! not verified: {validation.not_verified}", "bold yellow")
             if validation.not_verified_detail:

@@ -18,7 +18,7 @@ from qwen_lsp.context.frames import Frame, parse_output, primary_frame, strip_an
 from qwen_lsp.context.git_context import git_context, render_git
 from qwen_lsp.context.index import WorkspaceIndex
 from qwen_lsp.context.ranking import focus_imports
-from qwen_lsp.context.repomap import TagIndex, build_index, repo_map
+from qwen_lsp.context.repomap import MAX_FILE_BYTES, TagIndex, build_index, repo_map
 from qwen_lsp.context.source import fence_language, read_source, referenced_names, render_context, render_snippet, source_context
 from qwen_lsp.context.treesitter import language_for
 from qwen_lsp.types import Task
@@ -134,6 +134,8 @@ def assemble(
     except Exception:
         log.debug("repo map not built", exc_info=True)
         sections["repo_map"] = ""
+    if live is not None and (too_large := live.not_indexed()):
+        sections["repo_map"] = (sections["repo_map"].rstrip() + "\n\n" + not_indexed_note(too_large)).lstrip()
 
     try:
         lines: dict[str, list[int]] = {}
@@ -166,6 +168,16 @@ def assemble(
         messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
         tools=tools, section_tokens=section_tokens, frames=frames, primary=primary,
     )
+
+
+def not_indexed_note(too_large: dict[str, int]) -> str:
+    """Says which open files the map leaves out for their size, so the model does not take a
+    missing definition for a missing file."""
+    names = sorted(too_large)
+    shown = ", ".join(f"{rel} ({too_large[rel] / 1e6:.1f} MB)" for rel in names[:5])
+    more = f" and {len(names) - 5} more" if len(names) > 5 else ""
+    return (f"Not indexed, too large to index (over {MAX_FILE_BYTES // 1000} KB): {shown}{more}. "
+            "Their definitions are not in this map; read_file can still show parts of them.")
 
 
 def _frame_locations(frames: list[Frame], primary: Frame | None) -> list[tuple[str, int]]:

@@ -72,8 +72,8 @@ def read_source(workspace: Path, relpath: str, read_file: ReadFile | None = None
         except Exception:
             log.debug("the buffer reader failed for %s; reading disk", relpath, exc_info=True)
             text = None
-        if text is not None:
-            return text if "\x00" not in text[:BINARY_SNIFF_BYTES] else None
+        if text is not None:  # a buffer gets the limit a file on disk gets
+            return text if "\x00" not in text[:BINARY_SNIFF_BYTES] and len(text) <= MAX_FILE_BYTES else None
     found = read_text(Path(workspace) / rel, max_bytes=MAX_FILE_BYTES)
     return found.text if found is not None else None
 

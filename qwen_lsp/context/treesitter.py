@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 import threading
+import time
 from functools import cache, lru_cache
 from pathlib import PurePosixPath
 from typing import Any
@@ -304,16 +305,71 @@ def parse(text: str | bytes, lang: str) -> Tree | None:
     return _parse_bytes(data, lang)
 
 
+# A parse that takes longer is abandoned (the file counts as one without a grammar): tree-sitter's
+# error recovery is superlinear on some broken input, and the language server's index must not
+# spend minutes on one file.
+PARSE_BUDGET_SECONDS = 5.0
+_CHUNK = 65_536
+# One QueryCursor call builds every match in its range as Python objects with the GIL held: over
+# a 512 KB file that is ~0.4 s in which the language server's event loop cannot answer anything.
+# Run over slices of this many bytes, each call holds it for milliseconds.
+QUERY_SLICE_BYTES = 32_768
+
+
 @lru_cache(maxsize=32)
 def _parse_bytes(data: bytes, lang: str) -> Tree | None:
     parser = parser_for(lang)
     if parser is None:
         return None
+    started = time.perf_counter()
     try:
-        return parser.parse(data)
+        # Only the callable-source form of parse() reports progress, so only it can be stopped.
+        return parser.parse(
+            lambda offset, _point: data[offset : offset + _CHUNK],
+            progress_callback=lambda *_: time.perf_counter() - started > PARSE_BUDGET_SECONDS,
+        )
+    except ValueError:  # stopped by the progress callback
+        parser.reset()  # else the next parse would resume this one
+        log.debug("%s parse of %d bytes stopped after %.0f s", lang, len(data), PARSE_BUDGET_SECONDS)
+        return None
     except Exception:
         log.debug("%s parse failed", lang, exc_info=True)
         return None
+
+
+def _slices(node: Node) -> list[tuple[int, int]]:
+    start, end = node.start_byte, node.end_byte
+    return [(lo, min(end, lo + QUERY_SLICE_BYTES)) for lo in range(start, max(end, start + 1), QUERY_SLICE_BYTES)]
+
+
+def _matches(query: Query, node: Node) -> list[tuple[int, dict[str, list[Node]]]]:
+    """QueryCursor.matches over `node`, slice by slice (see QUERY_SLICE_BYTES). A match is kept
+    in the slice its first captured node starts in, so one that spans slices is not repeated."""
+    cursor = QueryCursor(query)
+    slices = _slices(node)
+    if len(slices) == 1:
+        return cursor.matches(node)
+    out = []
+    for n, (lo, hi) in enumerate(slices):
+        cursor.set_byte_range(lo, hi)
+        for pattern, caps in cursor.matches(node):
+            first = min((c.start_byte for nodes in caps.values() for c in nodes), default=lo)
+            if first >= lo or n == 0:
+                out.append((pattern, caps))
+    return out
+
+
+def _captures(query: Query, node: Node, name: str) -> list[Node]:
+    """QueryCursor.captures(node)[name], slice by slice like `_matches`."""
+    cursor = QueryCursor(query)
+    slices = _slices(node)
+    if len(slices) == 1:
+        return cursor.captures(node).get(name, [])
+    out: list[Node] = []
+    for n, (lo, hi) in enumerate(slices):
+        cursor.set_byte_range(lo, hi)
+        out += [c for c in cursor.captures(node).get(name, []) if c.start_byte >= lo or n == 0]
+    return out
 
 
 def _name_text(node: Node) -> str:
@@ -371,7 +427,7 @@ def definitions(text: str, lang: str, tree: Tree | None = None) -> list[Definiti
         return []
     found: dict[tuple[int, int], tuple[Node, Node, str]] = {}
     for query in _def_queries(lang):
-        for _, caps in QueryCursor(query).matches(tree.root_node):
+        for _, caps in _matches(query, tree.root_node):
             name_nodes = caps.get("name")
             kind, nodes = next(((k, v) for k, v in caps.items() if k != "name"), (None, None))
             if not name_nodes or not nodes or kind is None:
@@ -411,7 +467,7 @@ def imports(text: str, lang: str, tree: Tree | None = None) -> list[str]:
     out = []
     query = _kinds_query(lang, kinds) if kinds else None
     if query is not None:
-        for node in QueryCursor(query).captures(tree.root_node).get("x", []):
+        for node in _captures(query, tree.root_node, "x"):
             out.append((node.start_byte, (node.text or b"").decode("utf-8", "replace").strip()))
     # Ruby/Lua/CommonJS load modules through ordinary calls.
     if lang in {"ruby", "lua", "javascript", "typescript", "tsx"}:
@@ -465,5 +521,5 @@ def references(tree: Tree, lang: str) -> list[str]:
     query = _ref_query(lang)
     if query is None:
         return [name for name, _ in identifiers(tree, lang)]
-    nodes = QueryCursor(query).captures(tree.root_node).get("ref", [])
+    nodes = _captures(query, tree.root_node, "ref")
     return [_name_text(n) for n in nodes]

@@ -44,6 +44,7 @@ from qwen_lsp.engine.risk import classify, is_test_command
 from qwen_lsp.sanitize import visible
 from qwen_lsp.settings import Settings
 from qwen_lsp.engine.tools import TOOLS, ToolBox, size_error
+from qwen_lsp.engine.sandbox_limits import SandboxLimits
 from qwen_lsp.engine.validate import check_parse, run_verify
 from qwen_lsp.engine import sandbox, vetting
 
@@ -314,8 +315,12 @@ class _Run:
             validation.not_verified = "no sandbox"
             validation.not_verified_detail = f"`{command}` was not run: {jail.detail}; to enable: {jail.fix}"
         else:
-            timeout = self.settings.verify_timeout
-            validation.checks.append(await run_verify(self.overlay, command, self.task.cwd, timeout, bwrap=jail.bwrap))
+            limits, cache_dir = self.settings.limits, self.settings.cache_dir
+            validation.checks.append(await run_verify(
+                self.overlay, command, self.task.cwd, self.settings.verify_timeout, bwrap=jail.bwrap,
+                limits=SandboxLimits.from_settings(limits), hide=sandbox.own_dirs(cache_dir),
+                copy_file_max_bytes=limits.copy_file_max_bytes,
+            ))
         return validation
 
     # -- helpers ----------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 from collections.abc import Callable
 from pathlib import Path
 
@@ -127,14 +128,17 @@ class Overlay:
             )
         return out
 
-    def materialize(self, dest: Path) -> Path:
-        """A copy of the workspace at `dest` with the overlay applied (for verify commands)."""
-        shutil.copytree(self.root, dest, ignore=lambda _d, names: [n for n in names if n in SANDBOX_SKIP], symlinks=True)
+    def materialize(self, dest: Path, max_file_bytes: int = 0) -> tuple[Path, list[str]]:
+        """A copy of the workspace at `dest` with the overlay applied (for verify commands), and
+        what it left out: special files (a FIFO would block the copy, a socket or device cannot
+        be copied) and files over `max_file_bytes` (0: no limit), each as "path (why)"."""
+        left_out: list[str] = []
+        _copy_tree(self.root, dest, self.root, max_file_bytes, left_out)
         for rel, text in self._written.items():
             target = dest / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8", errors="surrogateescape", newline="")
-        return dest
+        return dest, left_out
 
     def files(self) -> list[str]:
         """Workspace files (relative), skipping the sandbox-skip directories."""
@@ -147,3 +151,36 @@ class Overlay:
         out.extend(rel for rel in self._written if rel not in out)
         return sorted(out)
 
+
+
+def _copy_tree(src: Path, dest: Path, root: Path, max_file_bytes: int, left_out: list[str]) -> None:
+    """shutil.copytree for a verification copy: symlinks as links, only regular files copied."""
+    dest.mkdir(parents=True, exist_ok=True)
+    with os.scandir(src) as entries:
+        for entry in sorted(entries, key=lambda e: e.name):
+            if entry.name in SANDBOX_SKIP:
+                continue
+            source, target = Path(entry.path), dest / entry.name
+            rel = source.relative_to(root).as_posix()
+            try:
+                info = entry.stat(follow_symlinks=False)
+                if stat.S_ISLNK(info.st_mode):
+                    os.symlink(os.readlink(source), target)
+                elif stat.S_ISDIR(info.st_mode):
+                    _copy_tree(source, target, root, max_file_bytes, left_out)
+                elif not stat.S_ISREG(info.st_mode):
+                    left_out.append(f"{rel} ({_special_kind(info.st_mode)})")
+                elif max_file_bytes and info.st_size > max_file_bytes:
+                    left_out.append(f"{rel} ({info.st_size / 1e6:.0f} MB, over the copy limit)")
+                else:
+                    shutil.copy2(source, target, follow_symlinks=False)
+            except OSError as exc:  # unreadable: the command sees it missing, and the result says so
+                left_out.append(f"{rel} (unreadable: {exc.strerror or exc})")
+
+
+def _special_kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file"

@@ -10,7 +10,11 @@ a conftest.py, a Makefile recipe, a test. So it runs with
 - no network, its own PID/IPC/UTS namespaces, a new session (no typing into the terminal);
 - an environment built from an allow-list (no API keys, no tokens), HOME in the scratch dir;
 - --die-with-parent and its own process group, so killing it at the timeout or on cancel
-  takes everything it started with it (the PID namespace dies with its first process).
+  takes everything it started with it (the PID namespace dies with its first process);
+- limits on memory, processes, file size and CPU time (engine/sandbox_limits.py), set by a
+  launcher inside the sandbox;
+- qwen-lsp's own cache directory and every directory its side-channel socket may be in hidden,
+  wherever they are (a cache under /var/cache too): sandboxed code must not reach a running server.
 
 Where bwrap is missing or cannot create namespaces, `status()` says so and nothing runs.
 Only argument lists are built here: no shell strings, and the command itself is one argv word.
@@ -28,6 +32,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+
+from qwen_lsp.engine.sandbox_limits import SandboxLimits
+from qwen_lsp.runpaths import socket_dirs
 
 # Environment variables a verification may see. Everything else is dropped.
 ENV_ALLOW = {
@@ -95,7 +102,7 @@ def _probe(bwrap: str) -> SandboxStatus:
     try:
         with tempfile.TemporaryDirectory(prefix="qwen-sandbox-probe-") as scratch:
             probe = build(bwrap, "true", scratch=Path(scratch), workdir=Path(scratch), workspace=None,
-                          environ={"PATH": "/usr/bin:/bin"})
+                          environ={"PATH": "/usr/bin:/bin"}, limits=SandboxLimits())
             done = subprocess.run(probe.argv, env=probe.env, capture_output=True, text=True, timeout=20,
                                   stdin=subprocess.DEVNULL)
     except (OSError, subprocess.SubprocessError) as exc:
@@ -115,6 +122,8 @@ def build(
     workdir: Path,
     workspace: Path | None,
     environ: Mapping[str, str] | None = None,
+    hide: Iterable[Path] = (),
+    limits: SandboxLimits | None = None,
 ) -> SandboxCommand:
     """The argv and environment that run `command` (with /bin/sh -c) inside the sandbox.
 
@@ -122,7 +131,8 @@ def build(
     below it that contains `workdir`) and gets `home/` and `tmp/`. The copy is mounted at
     the real `workspace`'s path, so absolute paths (an editable install in the project's
     .venv, a Makefile) reach the copy, never the real files; the real .venv and
-    node_modules are mounted back into it read-only.
+    node_modules are mounted back into it read-only. `hide` are more directories to cover
+    (qwen-lsp's cache and socket directories); `limits` run the command under rlimits.
     """
     environ = os.environ if environ is None else environ
     scratch = scratch.resolve()
@@ -134,7 +144,7 @@ def build(
     if workspace is not None and (copy is None or workspace.resolve() == Path("/")):
         workspace = None
     workspace = workspace.resolve() if workspace is not None else None
-    hidden = _existing_dirs([real_home, *map(Path, _HIDDEN)])
+    hidden = _outermost(_existing_dirs([real_home, *map(Path, _HIDDEN), *(_resolved(Path(p)) for p in hide)]))
     covered = hidden + ([workspace] if workspace else [])
     visible = [p for p in _under_any(visible_paths(environ, real_home, workspace), covered)
                if not _secret(p, real_home)]
@@ -158,8 +168,14 @@ def build(
              "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--chdir", str(chdir)]
     if os.geteuid() == 0:
         argv += ["--cap-drop", "ALL"]  # root keeps capabilities in a sandbox unless told otherwise
-    argv += ["--", "/bin/sh", "-c", command]
+    argv += ["--", *(limits.launcher(sys.executable) if limits else []), "/bin/sh", "-c", command]
     return SandboxCommand(argv=argv, env=sandbox_env(environ, home, tmp))
+
+
+def own_dirs(cache_dir: Path) -> list[Path]:
+    """qwen-lsp's own directories, which a sandbox hides wherever they are: the cache (plans, the
+    tag cache, call logs) and every directory a running server's side-channel socket may be in."""
+    return [Path(cache_dir), *socket_dirs(Path(cache_dir))]
 
 
 def sandbox_env(environ: Mapping[str, str], home: Path, tmp: Path) -> dict[str, str]:
@@ -216,6 +232,18 @@ def _existing_dirs(paths: Iterable[Path]) -> list[Path]:
         if _exists(path) and path.is_dir() and not path.is_symlink() and path.resolve() not in (Path("/"), *out):
             out.append(path.resolve())
     return out
+
+
+def _resolved(path: Path) -> Path:
+    try:
+        return path.expanduser().resolve()
+    except (OSError, RuntimeError):
+        return path
+
+
+def _outermost(paths: list[Path]) -> list[Path]:
+    """`paths` without those inside another one (hiding the outer one hides them)."""
+    return [p for p in paths if not any(other in p.parents for other in paths)]
 
 
 def _under_any(paths: Iterable[Path], roots: list[Path]) -> list[Path]:

@@ -9,6 +9,7 @@ import os
 import signal
 import tempfile
 import time
+from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 
@@ -16,8 +17,11 @@ from qwen_lsp.context.treesitter import language_for, parser_for
 from qwen_lsp.types import CheckOutcome, FileChange
 from qwen_lsp.engine import sandbox
 from qwen_lsp.engine.overlay import Overlay
+from qwen_lsp.engine.sandbox_limits import PidsCgroup, SandboxLimits, describe, nproc_enforced, stopped_by
 
-OUTPUT_TAIL = 4000  # characters of a failing command's output the model gets back
+# A failing command's output as the model gets it back: its first and last bytes.
+OUTPUT_HEAD = 1000
+OUTPUT_TAIL = 4000
 
 
 PARSE_BUDGET_SECONDS = 1.0  # per parse; see error_count
@@ -77,32 +81,104 @@ def check_parse(changes: list[FileChange], budget_seconds: float = PARSE_BUDGET_
 
 
 async def run_verify(
-    overlay: Overlay, command: str, cwd: str | None, timeout: float, *, bwrap: str
+    overlay: Overlay, command: str, cwd: str | None, timeout: float, *, bwrap: str,
+    limits: SandboxLimits | None = None, hide: Iterable[Path] = (), copy_file_max_bytes: int = 0,
 ) -> CheckOutcome:
-    """Run `command` in the sandbox, on a temporary copy of the workspace with the overlay applied."""
+    """Run `command` in the sandbox, on a temporary copy of the workspace with the overlay applied,
+    under `limits` (defaults when None), with `hide` (qwen-lsp's own directories) covered."""
+    limits = limits or SandboxLimits()
     with tempfile.TemporaryDirectory(prefix="qwen-verify-") as tmp:
-        copy = overlay.materialize(Path(tmp) / "ws")
+        copy, not_copied = overlay.materialize(Path(tmp) / "ws", copy_file_max_bytes)
         workdir = copy / cwd if cwd and (copy / cwd).is_dir() else copy
-        jail = sandbox.build(bwrap, command, scratch=Path(tmp), workdir=workdir, workspace=overlay.root)
-        proc = await asyncio.create_subprocess_exec(
-            *jail.argv,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            stdin=asyncio.subprocess.DEVNULL,
-            start_new_session=True,  # so a timeout can kill the whole process group
-            env=jail.env,
-        )
+        jail = sandbox.build(bwrap, command, scratch=Path(tmp), workdir=workdir, workspace=overlay.root,
+                             hide=hide, limits=limits)
+        cgroup = PidsCgroup.create(limits.processes) if limits.processes and not nproc_enforced() else None
         try:
-            out, _ = await asyncio.wait_for(proc.communicate(), timeout)
-        except (TimeoutError, asyncio.CancelledError) as exc:
-            _kill_group(proc)  # bwrap's PID namespace takes everything it started with it
-            await proc.wait()
-            if isinstance(exc, asyncio.CancelledError):
-                raise
-            return CheckOutcome(name=command, ok=False, detail=f"timed out after {timeout:.0f}s")
-        text = out.decode("utf-8", "replace")
-        detail = text[-OUTPUT_TAIL:] if proc.returncode else ""
-        return CheckOutcome(name=command, ok=proc.returncode == 0, detail=detail)
+            outcome = await _run(jail, cgroup, timeout, limits)
+        finally:
+            if cgroup is not None:
+                await cgroup.close()
+    outcome.name, outcome.not_copied = command, not_copied
+    if not_copied and not outcome.ok:
+        outcome.detail += "\n(not in the verification copy: " + ", ".join(not_copied) + ")"
+    return outcome
+
+
+async def _run(jail: sandbox.SandboxCommand, cgroup: PidsCgroup | None, timeout: float,
+               limits: SandboxLimits) -> CheckOutcome:
+    proc = await asyncio.create_subprocess_exec(
+        *(cgroup.wrap(jail.argv) if cgroup else jail.argv),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        stdin=asyncio.subprocess.DEVNULL,
+        start_new_session=True,  # so a timeout can kill the whole process group
+        env=jail.env,
+    )
+    output = HeadTail(OUTPUT_HEAD, OUTPUT_TAIL)
+    watch = asyncio.create_task(_watch_forks(cgroup, proc)) if cgroup else None
+    try:
+        await asyncio.wait_for(_drain(proc, output), timeout)
+    except (TimeoutError, asyncio.CancelledError) as exc:
+        _kill_group(proc)  # bwrap's PID namespace takes everything it started with it
+        await proc.wait()
+        if isinstance(exc, asyncio.CancelledError):
+            raise
+        return CheckOutcome(name="", ok=False, detail=f"timed out after {timeout:.0f}s")
+    finally:
+        if watch is not None:
+            watch.cancel()
+    text = output.text()
+    if proc.returncode == 0:
+        return CheckOutcome(name="", ok=True)
+    stopped = stopped_by(proc.returncode, text, cgroup.refused_forks() if cgroup else 0)
+    if stopped is None:
+        return CheckOutcome(name="", ok=False, detail=text)
+    limit, certain = stopped
+    return CheckOutcome(name="", ok=False, stopped_by=limit, detail=f"{describe(limit, limits, certain)}\n{text}")
+
+
+async def _drain(proc: asyncio.subprocess.Process, output: HeadTail) -> None:
+    assert proc.stdout is not None
+    while chunk := await proc.stdout.read(65536):
+        output.feed(chunk)
+    await proc.wait()
+
+
+async def _watch_forks(cgroup: PidsCgroup, proc: asyncio.subprocess.Process) -> None:
+    """A fork bomb keeps retrying at the limit until the timeout: stop it at its first refused fork."""
+    while proc.returncode is None:
+        await asyncio.sleep(0.1)
+        if cgroup.refused_forks():
+            _kill_group(proc)
+            return
+
+
+class HeadTail:
+    """The first `head` and last `tail` bytes of a stream, and how much was between them: a
+    command printing gigabytes costs no more memory than a short one."""
+
+    def __init__(self, head: int, tail: int) -> None:
+        self.head, self.tail = bytearray(), bytearray()
+        self._head_max, self._tail_max = head, tail
+        self.dropped = 0
+
+    def feed(self, chunk: bytes) -> None:
+        room = self._head_max - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        self.tail += chunk
+        if len(self.tail) > self._tail_max:
+            cut = len(self.tail) - self._tail_max
+            self.dropped += cut
+            del self.tail[:cut]
+
+    def text(self) -> str:
+        head = self.head.decode("utf-8", "replace")
+        tail = self.tail.decode("utf-8", "replace")
+        if not self.dropped:
+            return head + tail
+        return f"{head}\n[... {self.dropped} bytes of output left out ...]\n{tail}"
 
 
 def _kill_group(proc: asyncio.subprocess.Process) -> None:

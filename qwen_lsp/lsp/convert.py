@@ -232,7 +232,8 @@ def validation_summary(validation: Validation) -> str:
     if parses:
         failed = [c.name.split(":", 1)[1].strip() for c in parses if not c.ok]
         parts.append("✗ parses: " + ", ".join(failed) if failed else "✓ parses")
-    parts += [f"{'✓' if c.ok else '✗'} {c.name}" for c in validation.checks if not c.name.startswith("parses:")]
+    parts += [f"{'✓' if c.ok else '✗'} {c.name}" + (f" (stopped by the {c.stopped_by} limit)" if c.stopped_by else "")
+              for c in validation.checks if not c.name.startswith("parses:")]
     if validation.not_verified:
         parts.append(f"not verified: {validation.not_verified}")
     if validation.runs_during_verification:

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 
 from pydantic import BaseModel
 
-from qwen_lsp.engine import sandbox
+from qwen_lsp.engine import sandbox, sandbox_limits
 from qwen_lsp.llm.client import ModelClient, ModelServerError, ReasoningExhausted, ToolsUnsupported, SERVER_HINT
 from qwen_lsp.llm.parsing import loads_loose
 from qwen_lsp.settings import Settings
@@ -112,7 +112,11 @@ def sandbox_check(settings: Settings) -> Check:
         return Check(name="sandbox for verification", ok=jail.available,
                      detail=f"verification is off (verify = false); {jail.detail}", fix=jail.fix)
     if jail.available:
-        return Check(name="sandbox for verification", ok=True, detail=jail.detail)
+        if settings.limits.sandbox_processes and not sandbox_limits.process_limit_available():
+            return Check(name="sandbox for verification", ok=True,
+                         detail=f"{jail.detail}; the process limit is not enforced (running as root, no writable "
+                                "pids cgroup); memory, file size and CPU time limits are")
+        return Check(name="sandbox for verification", ok=True, detail=f"{jail.detail}; resource limits enforced")
     return Check(name="sandbox for verification", ok=False,
                  detail=f"{jail.detail}: fixes are shown as 'not verified: no sandbox' and nothing runs before you apply",
                  fix=jail.fix)
