@@ -1,0 +1,178 @@
+"""What changed near the failure: the working tree's diff (staged and unstaged together) and the
+recent commits' diffs of the files the failure reaches, hunk by hunk, ranked by how close a hunk is
+to the failure (a function the callee walk reached, a file of the trace, any other file) and by how
+recent it is, rendered within the section's budget.
+
+"I edited parse(), ran the tests, one fails": the edit is the likeliest cause, and the plan is one
+thinking call made before any tool runs. Running git is the only I/O (`read_changes`); ranking and
+rendering are pure. Outside a repository, or when git fails, there is simply nothing to show."""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+from unidiff import PatchSet
+
+from qwen_lsp.context.treesitter import language_for
+from qwen_lsp.gitio import GitError, git
+from qwen_lsp.llm.tokens import count_tokens
+
+log = logging.getLogger(__name__)
+
+GIT_TIMEOUT = 10.0
+MAX_COMMITS = 10  # recent commits of the reached files looked at
+MAX_LOG_PATHS = 40  # files named to `git log`: the reached ones, best first
+MAX_HUNK_LINES = 60  # a longer hunk is cut (and says so): a reformat must not eat the section
+OTHER_FILE = 0.05  # an uncommitted hunk of a file the failure does not reach: still worth a look
+RECENCY = 0.8  # per commit further back
+_LOG_FORMAT = "--format=%x1e%h%x1f%ad%x1f%an%x1f%s"
+
+
+class Hunk(BaseModel):
+    path: str  # workspace-relative
+    new_start: int
+    new_end: int
+    function: str = ""  # git's section heading: the enclosing definition as git sees it
+    text: str  # the @@ line and the hunk's lines
+
+
+class Change(BaseModel):
+    label: str  # "Uncommitted changes (staged and unstaged)" / "Commit abc1234 2026-01-02 Ann: subject"
+    age: int  # 0: the working tree; 1: HEAD; 2: the commit before, ...
+    hunks: list[Hunk] = Field(default_factory=list)
+
+
+@dataclass
+class Reach:
+    """How close code is to the failure: files (trace, imports, callees) and definitions' spans, scored."""
+
+    files: dict[str, float] = field(default_factory=dict)
+    spans: list[tuple[str, int, int, str, float]] = field(default_factory=list)  # (path, start, end, name, score)
+
+
+def parse_hunks(diff: str, prefix: str = "", *, commit: bool = False) -> list[Hunk]:
+    """Hunks of a unified diff of source files; paths made workspace-relative by dropping `prefix`
+    (the workspace's path inside the repository). Hunks of files outside it are dropped."""
+    try:
+        patch = PatchSet(diff)
+    except Exception:
+        log.debug("diff not parsed", exc_info=True)
+        return []
+    out: list[Hunk] = []
+    for f in patch:
+        path = f.path
+        if prefix:
+            if not path.startswith(prefix + "/"):
+                continue
+            path = path[len(prefix) + 1 :]
+        if f.is_removed_file or f.is_binary_file or language_for(path) is None:
+            continue
+        for h in f:
+            if commit and h.source_start == 0 and h.source_length == 0:
+                continue  # a commit adding the file: its code, not a change to it (the callees show code)
+            lines = str(h).splitlines()
+            if len(lines) > MAX_HUNK_LINES + 1:
+                lines = [*lines[: MAX_HUNK_LINES + 1], f"[... {len(lines) - MAX_HUNK_LINES - 1} more lines of this hunk ...]"]
+            out.append(Hunk(path=path, new_start=h.target_start, new_end=h.target_start + max(0, h.target_length - 1),
+                            function=(h.section_header or "").strip(), text="\n".join(lines)))
+    return out
+
+
+def _run(root: Path, *args: str) -> str | None:
+    try:
+        return git(root, "-c", "core.quotepath=off", *args, timeout=GIT_TIMEOUT)
+    except GitError:
+        log.debug("git %s failed", args[0], exc_info=True)
+        return None
+
+
+def read_changes(workspace: Path, paths: list[str], *, max_commits: int = MAX_COMMITS) -> list[Change]:
+    """The working tree's changes, then the last `max_commits` commits touching `paths`
+    (workspace-relative, best first), newest first. Empty outside a repository."""
+    top = _run(workspace, "rev-parse", "--show-toplevel")
+    if not top:
+        return []
+    root = Path(top.strip())
+    try:
+        prefix = Path(os.path.realpath(workspace)).relative_to(os.path.realpath(root)).as_posix()
+    except ValueError:
+        return []
+    prefix = "" if prefix == "." else prefix
+    diff_args = ("--no-color", "--no-ext-diff", "--no-textconv", "--src-prefix=a/", "--dst-prefix=b/", "--unified=3")
+    has_head = _run(root, "rev-parse", "--verify", "--quiet", "HEAD") is not None
+    wt = _run(root, "diff", "HEAD" if has_head else "--cached", *diff_args)
+    out: list[Change] = []
+    if wt and (hunks := parse_hunks(wt, prefix)):
+        out.append(Change(label="Uncommitted changes (staged and unstaged)", age=0, hunks=hunks))
+    if not has_head or not paths or max_commits <= 0:
+        return out
+    specs = [f"{prefix}/{p}" if prefix else p for p in paths[:MAX_LOG_PATHS]]
+    log_text = _run(root, "log", f"-n{max_commits}", "--no-merges", "--date=short", _LOG_FORMAT, "-p", *diff_args,
+                    "--", *specs)
+    for age, entry in enumerate(e for e in (log_text or "").split("\x1e") if e.strip()):
+        head, _, body = entry.partition("\n")
+        parts = head.split("\x1f")
+        if len(parts) < 4:
+            continue
+        sha, date, author, subject = parts[:4]
+        hunks = parse_hunks(body[body.find("diff --git"):] if "diff --git" in body else "", prefix, commit=True)
+        if hunks:
+            out.append(Change(label=f"Commit {sha} {date} {author}: {subject}", age=age + 1, hunks=hunks))
+    return out
+
+
+def _changed_lines(hunk: Hunk) -> list[str]:
+    return [ln for ln in hunk.text.splitlines()[1:] if ln[:1] in "+-" and ln[1:].strip()]
+
+
+def hunk_score(change: Change, hunk: Hunk, reach: Reach) -> float:
+    """Closeness to the failure times recency. Line numbers only match today's files for the
+    working tree; a commit's hunk is matched to a definition by the names it shows."""
+    best = reach.files.get(hunk.path, 0.0) * (0.5 if change.age == 0 else 0.2)
+    for path, start, end, name, score in reach.spans:
+        if path != hunk.path:
+            continue
+        if change.age == 0 and start <= hunk.new_end and hunk.new_start <= end:
+            best = max(best, score)
+        elif name and re.search(rf"\b{re.escape(name)}\b", hunk.function + "\n" + hunk.text):
+            best = max(best, score * 0.8)
+    if change.age == 0:
+        return max(best, OTHER_FILE)
+    return best * 0.9 * RECENCY ** (change.age - 1)
+
+
+def render_changes(changes: list[Change], reach: Reach, budget: int, already: str = "") -> str:
+    """The best hunks that fit `budget` tokens, grouped by change (newest first) in file order.
+    A hunk whose changed lines all appear in `already` (the git section) is not repeated."""
+    if budget <= 0:
+        return ""
+    known = set(already.splitlines())
+    ranked = sorted(
+        ((hunk_score(c, h, reach), c.age, i, h) for c in changes for i, h in enumerate(c.hunks)),
+        key=lambda t: (-t[0], t[1], t[2]),
+    )
+    chosen: dict[int, list[tuple[int, Hunk]]] = {}
+    used = 0
+    for score, age, i, h in ranked:
+        if score <= 0:
+            break
+        lines = _changed_lines(h)
+        if lines and all(ln in known for ln in lines):
+            continue
+        cost = count_tokens(h.text) + 12 + (0 if age in chosen else 24)
+        if used + cost > budget:
+            continue
+        used += cost
+        chosen.setdefault(age, []).append((i, h))
+    parts = []
+    labels = {c.age: c.label for c in changes}
+    for age in sorted(chosen):
+        hunks = sorted(chosen[age], key=lambda t: (t[1].path, t[1].new_start))
+        body = "\n".join(f"--- {h.path}\n{h.text}" for _, h in hunks)
+        parts.append(f"{labels[age]}:\n```diff\n{body}\n```")
+    return "\n\n".join(parts)
