@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from tree_sitter import Tree
 
 from qwen_lsp.context.callsites import (
-    Binding, Site, call_sites, elide_docstrings, filter_names, module_file_candidates, python_bindings, test_name_words,
+    Binding, Site, call_sites, elide_docstrings, filter_names, module_file_candidates, python_bindings, words_of_test_name,
 )
 from qwen_lsp.context.ranking import GENERIC_NAMES
 from qwen_lsp.context.repomap import TagIndex
@@ -220,8 +220,11 @@ class CalleeWalk:
             expanded += 1
             cls = p.classes_of(d)
             who = f"{path} {d.name}"
-            for site in call_sites(p.tree, p.lang, _decorated_start(p.text, d.line), d.end_line):
-                targets = [t for t in self.resolve(p, cls, site) if (t[0], t[1].line) != key]
+            resolved = [(site, [t for t in self.resolve(p, cls, site) if (t[0], t[1].line) != key])
+                        for site in call_sites(p.tree, p.lang, _decorated_start(p.text, d.line), d.end_line)]
+            # Classes this body constructs: `x = Choice(); x.convert()` means Choice.convert.
+            self.classes.update(td.name for _, ts in resolved for _, td in ts if td.kind in CONTAINER_KINDS)
+            for site, targets in resolved:
                 if not targets:
                     continue
                 preferred = [t for t in targets if (c := self._class_name(*t)) is not None and c in self.classes]
@@ -248,7 +251,7 @@ class CalleeWalk:
         d = enclosing([x for x in p.defs if x.kind not in CONTAINER_KINDS], test_line)
         if d is None:
             return []
-        words = [w for w in test_name_words(d.name) if len(w) >= 3 and w not in _STOP_WORDS]
+        words = [w for w in words_of_test_name(d.name) if len(w) >= 3 and w not in _STOP_WORDS]
         filters = filter_names(p.tree, p.lang, d.line, d.end_line)
         return name_matches(self.index, words, filters)
 
@@ -329,6 +332,7 @@ def render_callees(walk: CalleeWalk, callees: list[Callee], budget: int, shown: 
         tokens = count_tokens(block) + 2
         if tokens > budget // 2 and used + budget // 2 <= budget:
             note = f"\n[... cut to fit the budget; read_file {c.path} lines {c.start}-{d.end_line} for the rest ...]\n```"
+            block = block.replace(f"({what};", "(cut;", 1)
             block = truncate_to_tokens(block, budget // 2 - count_tokens(note) - 8).rstrip("\n") + note
             tokens = count_tokens(block) + 2
         if used + tokens > budget:

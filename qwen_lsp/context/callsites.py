@@ -213,7 +213,7 @@ def elide_docstrings(text: str, tree: Tree | None, lang: str | None, start_line:
 _STRING_QUERY = "(string) @s"
 
 
-def test_name_words(name: str) -> list[str]:
+def words_of_test_name(name: str) -> list[str]:
     """The words of a test's name: test_case_insensitive_choice -> [case, insensitive, choice]."""
     name = re.sub(r"^(test_?|Test)", "", name)
     spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name)

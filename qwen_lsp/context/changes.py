@@ -53,6 +53,7 @@ class Reach:
 
     files: dict[str, float] = field(default_factory=dict)
     spans: list[tuple[str, int, int, str, float]] = field(default_factory=list)  # (path, start, end, name, score)
+    texts: dict[str, str] = field(default_factory=dict)  # today's text of the reached files (for commits' hunks)
 
 
 def parse_hunks(diff: str, prefix: str = "", *, commit: bool = False) -> list[Hunk]:
@@ -131,19 +132,32 @@ def _changed_lines(hunk: Hunk) -> list[str]:
 
 
 def hunk_score(change: Change, hunk: Hunk, reach: Reach) -> float:
-    """Closeness to the failure times recency. Line numbers only match today's files for the
-    working tree; a commit's hunk is matched to a definition by the names it shows."""
+    """Closeness to the failure times recency. Line numbers match today's files only for the
+    working tree; a commit's added lines are looked up in today's text of the file instead, and
+    failing that its changed lines and git's heading are searched for the reached names."""
     best = reach.files.get(hunk.path, 0.0) * (0.5 if change.age == 0 else 0.2)
-    for path, start, end, name, score in reach.spans:
-        if path != hunk.path:
-            continue
-        if change.age == 0 and start <= hunk.new_end and hunk.new_start <= end:
+    spans = [s for s in reach.spans if s[0] == hunk.path]
+    if change.age == 0:
+        lines = [(hunk.new_start, hunk.new_end)]
+    else:
+        lines = [(n, n) for n in _lines_now(hunk, reach.texts.get(hunk.path))]
+    changed = "\n".join([hunk.function, *_changed_lines(hunk)])
+    for _path, start, end, name, score in spans:
+        if any(start <= b and a <= end for a, b in lines):
             best = max(best, score)
-        elif name and re.search(rf"\b{re.escape(name)}\b", hunk.function + "\n" + hunk.text):
-            best = max(best, score * 0.8)
+        elif name and re.search(rf"\b{re.escape(name)}\b", changed):
+            best = max(best, score * 0.7)
     if change.age == 0:
         return max(best, OTHER_FILE)
     return best * 0.9 * RECENCY ** (change.age - 1)
+
+
+def _lines_now(hunk: Hunk, text: str | None) -> list[int]:
+    """Where the hunk's added lines are in today's text of the file (those still there, and telling)."""
+    if not text:
+        return []
+    added = {ln[1:].strip() for ln in hunk.text.splitlines()[1:] if ln.startswith("+") and len(ln[1:].strip()) > 3}
+    return [i for i, ln in enumerate(text.splitlines(), 1) if ln.strip() in added]
 
 
 def render_changes(changes: list[Change], reach: Reach, budget: int, already: str = "") -> str:

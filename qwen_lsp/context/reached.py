@@ -41,7 +41,7 @@ def failure_starts(frames: list[Frame], primary: Frame | None, focus: tuple[str 
     return out
 
 
-def test_start(starts: list[tuple[str, int]], frames: list[Frame]) -> tuple[str, int] | None:
+def failing_test_start(starts: list[tuple[str, int]], frames: list[Frame]) -> tuple[str, int] | None:
     """The failing test's frame: a start in a test file, or in a function named test*."""
     named = {(f.resolved, f.line) for f in frames if (f.function or "").startswith("test")}
     for start in starts:
@@ -61,7 +61,7 @@ def reached_sections(
     if index is not None and starts:
         try:
             walk = CalleeWalk(index, read)
-            test = test_start(starts, frames)
+            test = failing_test_start(starts, frames)
             callees = walk.walk(starts, walk.hints(*test) if test else [])
             out.callees = render_callees(walk, callees, callee_budget, shown)
         except Exception:
@@ -78,6 +78,8 @@ def reached_sections(
                     reach.files.setdefault(f, IMPORTED)
     for c in callees:
         reach.files[c.path] = max(reach.files.get(c.path, 0.0), c.score)
+        if walk is not None and c.path not in reach.texts and (p := walk.parsed(c.path)) is not None:
+            reach.texts[c.path] = p.text
         if c.defn.kind != "module":
             reach.spans.append((c.path, c.start, c.defn.end_line, c.defn.name, c.score))
     try:
