@@ -145,7 +145,10 @@ class CalleeWalk:
         found = [(p, d) for p, d in self.index.lookup(name) if d.kind != "impl"]
         if methods:
             found = [(p, d) for p, d in found if d.depth > 0] or found
-        return found if len({p for p, _ in found}) <= MAX_AMBIGUOUS else []
+        if len({p for p, _ in found}) <= MAX_AMBIGUOUS:
+            return found
+        # Too many to guess among, unless some are methods of a class this walk reached.
+        return [t for t in found if t[1].depth > 0 and self._class_name(*t) in self.classes]
 
     def resolve(self, p: _Parsed, cls: Definition | None, site: Site) -> list[tuple[str, Definition]]:
         """Definitions `site` (in file p, inside class cls) may mean, best guesses only."""
@@ -197,6 +200,8 @@ class CalleeWalk:
             push(1.0, path, d, 0, f"{path}:{line}")
         for path, d, score in hints:
             push(score, path, d, 1, "named by the test")
+            if d.kind in CONTAINER_KINDS:
+                self.classes.add(d.name)  # Choice named by the test: x.convert() means Choice.convert
 
         out: dict[tuple[str, int], Callee] = {}
         expanded = 0

@@ -26,6 +26,7 @@ log = logging.getLogger(__name__)
 
 GIT_TIMEOUT = 10.0
 MAX_COMMITS = 10  # recent commits of the reached files looked at
+LATEST_COMMITS = 2  # the newest commits, whatever files they touch
 MAX_LOG_PATHS = 40  # files named to `git log`: the reached ones, best first
 MAX_HUNK_LINES = 60  # a longer hunk is cut (and says so): a reformat must not eat the section
 OTHER_FILE = 0.05  # an uncommitted hunk of a file the failure does not reach: still worth a look
@@ -43,7 +44,7 @@ class Hunk(BaseModel):
 
 class Change(BaseModel):
     label: str  # "Uncommitted changes (staged and unstaged)" / "Commit abc1234 2026-01-02 Ann: subject"
-    age: int  # 0: the working tree; 1: HEAD; 2: the commit before, ...
+    age: int  # 0: the working tree; n: the n-th newest commit of the log that found it (all files, or the reached ones)
     hunks: list[Hunk] = Field(default_factory=list)
 
 
@@ -93,8 +94,9 @@ def _run(root: Path, *args: str) -> str | None:
 
 
 def read_changes(workspace: Path, paths: list[str], *, max_commits: int = MAX_COMMITS) -> list[Change]:
-    """The working tree's changes, then the last `max_commits` commits touching `paths`
-    (workspace-relative, best first), newest first. Empty outside a repository."""
+    """The working tree's changes, then the newest commits: the last LATEST_COMMITS whatever they touch and
+    the last `max_commits` touching `paths` (workspace-relative, best first), newest first. Empty outside
+    a repository."""
     top = _run(workspace, "rev-parse", "--show-toplevel")
     if not top:
         return []
@@ -113,18 +115,33 @@ def read_changes(workspace: Path, paths: list[str], *, max_commits: int = MAX_CO
     if not has_head or not paths or max_commits <= 0:
         return out
     specs = [f"{prefix}/{p}" if prefix else p for p in paths[:MAX_LOG_PATHS]]
-    log_text = _run(root, "log", f"-n{max_commits}", "--no-merges", "--date=short", _LOG_FORMAT, "-p", *diff_args,
-                    "--", *specs)
-    for age, entry in enumerate(e for e in (log_text or "").split("\x1e") if e.strip()):
-        head, _, body = entry.partition("\n")
-        parts = head.split("\x1f")
-        if len(parts) < 4:
-            continue
-        sha, date, author, subject = parts[:4]
-        hunks = parse_hunks(body[body.find("diff --git"):] if "diff --git" in body else "", prefix, commit=True)
-        if hunks:
-            out.append(Change(label=f"Commit {sha} {date} {author}: {subject}", age=age + 1, hunks=hunks))
-    return out
+    log_args = ("--no-merges", "--date=short", _LOG_FORMAT, "-p", *diff_args)
+    # The last commits whatever they touch (the user's own latest work), then those of the reached files.
+    latest = _run(root, "log", f"-n{LATEST_COMMITS}", *log_args, "--", prefix or ".")
+    reached = _run(root, "log", f"-n{max_commits}", *log_args, "--", *specs)
+    found: dict[str, Change] = {}
+    for log_text in (latest, reached):
+        entries = [e for e in (log_text or "").split("\x1e") if e.strip()]
+        for age, entry in enumerate(entries, 1):  # recency counts among the commits of that log
+            head, _, body = entry.partition("\n")
+            parts = head.split("\x1f")
+            if len(parts) < 4:
+                continue
+            sha, date, author, subject = parts[:4]
+            if sha in found:
+                found[sha].age = min(found[sha].age, age)
+                continue
+            hunks = parse_hunks(body[body.find("diff --git"):] if "diff --git" in body else "", prefix, commit=True)
+            if hunks:
+                found[sha] = Change(label=f"Commit {sha} {date} {author}: {subject}", age=age, hunks=hunks)
+    # Shown newest first: the order of history.
+    order = (_run(root, "rev-list", "--no-merges", f"-n{max_commits * 50}", "HEAD") or "").split()
+    position = {full[:12]: i for i, full in enumerate(order)}
+
+    def where(sha: str) -> int:
+        return next((i for full, i in position.items() if full.startswith(sha) or sha.startswith(full)), len(order))
+
+    return out + sorted(found.values(), key=lambda c: where(c.label.split()[1]))
 
 
 def _changed_lines(hunk: Hunk) -> list[str]:
@@ -149,6 +166,8 @@ def hunk_score(change: Change, hunk: Hunk, reach: Reach) -> float:
             best = max(best, score * 0.7)
     if change.age == 0:
         return max(best, OTHER_FILE)
+    if change.age <= LATEST_COMMITS:
+        best = max(best, OTHER_FILE)  # the user's latest work is worth a look wherever it is
     return best * 0.9 * RECENCY ** (change.age - 1)
 
 
@@ -167,26 +186,25 @@ def render_changes(changes: list[Change], reach: Reach, budget: int, already: st
         return ""
     known = set(already.splitlines())
     ranked = sorted(
-        ((hunk_score(c, h, reach), c.age, i, h) for c in changes for i, h in enumerate(c.hunks)),
+        ((hunk_score(c, h, reach), n, i, h) for n, c in enumerate(changes) for i, h in enumerate(c.hunks)),
         key=lambda t: (-t[0], t[1], t[2]),
     )
     chosen: dict[int, list[tuple[int, Hunk]]] = {}
     used = 0
-    for score, age, i, h in ranked:
+    for score, n, i, h in ranked:
         if score <= 0:
             break
         lines = _changed_lines(h)
         if lines and all(ln in known for ln in lines):
             continue
-        cost = count_tokens(h.text) + 12 + (0 if age in chosen else 24)
+        cost = count_tokens(h.text) + 12 + (0 if n in chosen else 24)
         if used + cost > budget:
             continue
         used += cost
-        chosen.setdefault(age, []).append((i, h))
+        chosen.setdefault(n, []).append((i, h))
     parts = []
-    labels = {c.age: c.label for c in changes}
-    for age in sorted(chosen):
-        hunks = sorted(chosen[age], key=lambda t: (t[1].path, t[1].new_start))
+    for n in sorted(chosen):  # the working tree, then the commits newest first
+        hunks = sorted(chosen[n], key=lambda t: (t[1].path, t[1].new_start))
         body = "\n".join(f"--- {h.path}\n{h.text}" for _, h in hunks)
-        parts.append(f"{labels[age]}:\n```diff\n{body}\n```")
+        parts.append(f"{changes[n].label}:\n```diff\n{body}\n```")
     return "\n\n".join(parts)

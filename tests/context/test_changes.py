@@ -71,12 +71,15 @@ def test_an_old_commit_of_a_reached_function_is_found_past_unrelated_ones(repo: 
     core.write_text(core.read_text().replace("class Path:", "class Path:  # unused"))
     commit_all(repo, "Comment Path", date="2024-02-09T10:00:00")
     changes = read_changes(repo, ["pkg/core.py", "pkg/util.py"])
-    assert [c.label.split(": ", 1)[1] for c in changes] == ["Comment Path", "Speed up normalize"]  # only the reached files
-    text = render_changes(changes, REACH, 2000)
-    assert "+    if not fold:" in text and "Notes" not in text
-    # The older hunk in a reached function outranks the newer one in an unreached class.
-    old, new = changes[1], changes[0]
-    assert hunk_score(old, old.hunks[0], REACH) > hunk_score(new, new.hunks[0], REACH)
+    # The two newest commits whatever they touch, then those of the reached files; ages in history order.
+    assert [(c.label.split(": ", 1)[1], c.age) for c in changes] == [
+        ("Comment Path", 1), ("Notes 4", 2), ("Speed up normalize", 2)]
+    assert "Notes 3" not in render_changes(changes, REACH, 2000)
+    # The older hunk in a reached function outranks the newer ones in an unreached class or file.
+    new, notes, old = changes
+    assert hunk_score(old, old.hunks[0], REACH) > max(hunk_score(new, new.hunks[0], REACH), hunk_score(notes, notes.hunks[0], REACH))
+    tight = render_changes(changes, REACH, count_tokens(old.hunks[0].text) + 40)
+    assert "+    if not fold:" in tight and "Speed up normalize" in tight and "NOTE" not in tight
 
 
 def test_recency_ranks_equal_hunks() -> None:
