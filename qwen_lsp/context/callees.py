@@ -142,7 +142,8 @@ class CalleeWalk:
     def _global(self, name: str, *, methods: bool = False) -> list[tuple[str, Definition]]:
         if name in GENERIC_NAMES or (name.startswith("__") and name.endswith("__")) or len(name) < 3:
             return []
-        found = [(p, d) for p, d in self.index.lookup(name) if d.kind != "impl"]
+        # A function nested in another one cannot be called from elsewhere; a method can.
+        found = [(p, d) for p, d in self.index.lookup(name) if d.kind != "impl" and (d.depth == 0 or d.kind == "method")]
         if methods:
             found = [(p, d) for p, d in found if d.depth > 0] or found
         if len({p for p, _ in found}) <= MAX_AMBIGUOUS:
@@ -150,8 +151,8 @@ class CalleeWalk:
         # Too many to guess among, unless some are methods of a class this walk reached.
         return [t for t in found if t[1].depth > 0 and self._class_name(*t) in self.classes]
 
-    def resolve(self, p: _Parsed, cls: Definition | None, site: Site) -> list[tuple[str, Definition]]:
-        """Definitions `site` (in file p, inside class cls) may mean, best guesses only."""
+    def resolve(self, p: _Parsed, cls: Definition | None, site: Site, caller: Definition | None = None) -> list[tuple[str, Definition]]:
+        """Definitions `site` (in file p, inside class cls, in function caller) may mean, best guesses only."""
         name, recv = site.name, site.receiver
         if recv in ("self", "cls", "this", "super()"):
             if cls is not None and recv != "super()" and (own := p.members(cls, name)):
@@ -160,6 +161,9 @@ class CalleeWalk:
         if recv is None:
             if local := [(p.path, d) for d in p.defs if d.name == name and d.depth == 0]:
                 return local
+            if caller is not None and (inner := [(p.path, d) for d in p.defs if d.name == name
+                                                 and caller.line < d.line <= caller.end_line]):
+                return inner  # a function defined in the calling one
             if name in p.bindings:
                 return self._imported(p.path, p.bindings[name])
             return [] if site.kind == "value" else self._global(name)
@@ -169,6 +173,9 @@ class CalleeWalk:
             for path in self.module_paths(p.path, module):
                 if found := self._top(path, name):
                     return found
+                pkg = self.parsed(path)  # `import click; click.command` re-exported by the package
+                if pkg is not None and name in pkg.bindings:
+                    return self._imported(path, pkg.bindings[name])
             if b.name is not None and not self.module_paths(p.path, module):
                 # Imported class: Klass.method()
                 for path, d in self._imported(p.path, b):
@@ -225,11 +232,12 @@ class CalleeWalk:
             expanded += 1
             cls = p.classes_of(d)
             who = f"{path} {d.name}"
-            resolved = [(site, [t for t in self.resolve(p, cls, site) if (t[0], t[1].line) != key])
+            resolved = [(site, [t for t in self.resolve(p, cls, site, d) if (t[0], t[1].line) != key])
                         for site in call_sites(p.tree, p.lang, _decorated_start(p.text, d.line), d.end_line)]
             # Classes this body constructs: `x = Choice(); x.convert()` means Choice.convert.
             self.classes.update(td.name for _, ts in resolved for _, td in ts if td.kind in CONTAINER_KINDS)
             for site, targets in resolved:
+                targets = self._without_overloads(targets)
                 if not targets:
                     continue
                 preferred = [t for t in targets if (c := self._class_name(*t)) is not None and c in self.classes]
@@ -240,6 +248,16 @@ class CalleeWalk:
                     in_tests = 0.5 if _is_test_path(tp) else 1.0
                     push(-neg * DECAY * share * KIND_FACTOR[site.kind] * generic * in_tests, tp, td, depth + 1, who)
         return sorted(out.values(), key=lambda c: (-c.score, c.depth, c.path, c.defn.line))
+
+    def _without_overloads(self, targets: list[tuple[str, Definition]]) -> list[tuple[str, Definition]]:
+        """One definition per (file, class, name): `@overload` stubs come before the implementation, and
+        a redefinition replaces the earlier one at run time; either way the last one runs."""
+        last: dict[tuple[str, str | None, str], tuple[str, Definition]] = {}
+        for path, d in targets:
+            key = (path, self._class_name(path, d), d.name)
+            if key not in last or d.line > last[key][1].line:
+                last[key] = (path, d)
+        return targets if len(last) == len(targets) else sorted(last.values(), key=lambda t: (t[0], t[1].line))
 
     def _class_name(self, path: str, d: Definition) -> str | None:
         p = self.parsed(path)

@@ -116,3 +116,16 @@ def test_bodies_are_whole_with_docstrings_elided_and_shown_spans_skipped(ws: Pat
     # Bigger than half the budget: cut at the budget, and the cut says where the rest is.
     small = render_callees(walk, callees, 600, shown=[("pkg/user.py", 1, 5)])
     assert count_tokens(small) <= 600 and "(cut; called from pkg/user.py use)" in small and "read_file pkg/big.py lines 1-126 for the rest" in small
+
+
+def test_overload_stubs_and_nested_helpers_elsewhere_are_not_callees(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    write(root, "deco.py", (
+        "from typing import overload\n\n\n@overload\ndef command(name: str) -> int: ...\n\n\n"
+        "@overload\ndef command(name: None) -> int: ...\n\n\ndef command(name=None):\n    return 1\n"))
+    write(root, "other.py", "def outer():\n    def helper_fn():\n        return 2\n    return helper_fn()\n")
+    write(root, "main.py", "from deco import command\n\n\ndef go(x):\n    x.helper_fn()\n    return command('a')\n")
+    found = names(walk_of(root, tmp_path).walk([("main.py", 6)]))
+    assert found == ["main.py:go", "deco.py:command"]
+    (impl,) = [c for c in walk_of(root, tmp_path).walk([("main.py", 6)]) if c.defn.name == "command"]
+    assert impl.defn.line == 12
