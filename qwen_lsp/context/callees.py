@@ -16,7 +16,8 @@ import logging
 import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 
 from tree_sitter import Tree
 
@@ -57,14 +58,30 @@ class Callee:
     via: str  # what reaches it: "tests/test_x.py test_foo", "named by the test"
 
 
-@dataclass
 class _Parsed:
-    path: str
-    text: str
-    lang: str | None
-    tree: Tree | None
-    defs: list[Definition]
-    bindings: dict[str, Binding] = field(default_factory=dict)
+    """One file of the walk: its text and definitions now, its tree and import bindings when first needed."""
+
+    def __init__(self, path: str, text: str, lang: str | None, defs: list[Definition] | None) -> None:
+        self.path, self.text, self.lang = path, text, lang
+        self._defs = defs
+
+    @cached_property
+    def tree(self) -> Tree | None:
+        return parse(self.text, self.lang) if self.lang else None
+
+    @property
+    def defs(self) -> list[Definition]:
+        if self._defs is None:
+            self._defs = definitions(self.text, self.lang, self.tree) if self.lang and self.tree is not None else []
+        return self._defs
+
+    @cached_property
+    def lines(self) -> list[str]:
+        return self.text.splitlines()
+
+    @cached_property
+    def bindings(self) -> dict[str, Binding]:
+        return python_bindings(self.tree) if self.lang == "python" and self.tree is not None else {}
 
     def classes_of(self, d: Definition) -> Definition | None:
         """The class immediately around `d`, if any."""
@@ -96,11 +113,9 @@ class CalleeWalk:
         text = self.read(path)
         if text is None:
             return None
-        lang = language_for(path)
-        tree = parse(text, lang) if lang else None
-        defs = definitions(text, lang, tree) if lang and tree is not None else []
-        bindings = python_bindings(tree) if lang == "python" and tree is not None else {}
-        return _Parsed(path, text, lang, tree, defs, bindings)
+        # The index's tags are the definitions of the text it read (the live index applies buffers first).
+        tags = self.index.files.get(path)
+        return _Parsed(path, text, language_for(path), list(tags.defs) if tags is not None else None)
 
     def module_paths(self, importer: str, module: str) -> list[str]:
         """Files of the workspace that `module` (imported from `importer`) may be."""
@@ -220,7 +235,7 @@ class CalleeWalk:
             p = self.parsed(path)
             if p is None:
                 continue
-            out[key] = Callee(path=path, defn=d, start=_decorated_start(p.text, d.line), score=-neg, depth=depth, via=via)
+            out[key] = Callee(path=path, defn=d, start=_decorated_start(p.lines, d.line), score=-neg, depth=depth, via=via)
             if d.kind in CONTAINER_KINDS:
                 self.classes.add(d.name)
                 for ctor in CONSTRUCTORS:
@@ -233,7 +248,7 @@ class CalleeWalk:
             cls = p.classes_of(d)
             who = f"{path} {d.name}"
             resolved = [(site, [t for t in self.resolve(p, cls, site, d) if (t[0], t[1].line) != key])
-                        for site in call_sites(p.tree, p.lang, _decorated_start(p.text, d.line), d.end_line)]
+                        for site in call_sites(p.tree, p.lang, _decorated_start(p.lines, d.line), d.end_line)]
             # Classes this body constructs: `x = Choice(); x.convert()` means Choice.convert.
             self.classes.update(td.name for _, ts in resolved for _, td in ts if td.kind in CONTAINER_KINDS)
             for site, targets in resolved:
@@ -303,9 +318,8 @@ def name_matches(index: TagIndex, words: list[str], filters: list[str], *, limit
     return [(p, d, s * share) for p, d, s in found[:limit]]
 
 
-def _decorated_start(text: str, line: int) -> int:
+def _decorated_start(lines: list[str], line: int) -> int:
     """The first decorator line above a definition's line (Python, Java annotations, Rust attributes)."""
-    lines = text.splitlines()
     start = line
     while start > 1 and re.match(r"\s*(@|#\[)", lines[start - 2]):
         start -= 1
@@ -337,6 +351,8 @@ def render_callees(walk: CalleeWalk, callees: list[Callee], budget: int, shown: 
     parts: list[str] = []
     used = 0
     for c in callees:
+        if budget - used < 60:
+            break
         d = c.defn
         if d.kind == "module" or any(p == c.path and a <= c.start and d.end_line <= b for p, a, b in shown):
             continue
@@ -344,11 +360,11 @@ def render_callees(walk: CalleeWalk, callees: list[Callee], budget: int, shown: 
         if p is None:
             continue
         if d.kind in CONTAINER_KINDS and d.end_line - d.line + 1 > BIG_CLASS_LINES:
-            body = "\n".join([p.text.splitlines()[d.line - 1], *(
+            body = "\n".join([p.lines[d.line - 1], *(
                 f"    {m.line}: {m.signature}" for m in p.defs if d.line < m.line <= d.end_line and m.depth == d.depth + 1)])
             what = "class outline, line: member"
         else:
-            body = elide_docstrings(p.text, p.tree, p.lang, c.start, d.end_line)
+            body = elide_docstrings(p.lines, p.tree, p.lang, c.start, d.end_line)
             what = "whole"
         why = "a traceback frame's function" if c.depth == 0 else f"called from {c.via}" if c.via != "named by the test" else c.via
         block = f"#### {c.path} lines {c.start}-{d.end_line} ({what}; {why})\n```{_fence(c.path)}\n{body}\n```"

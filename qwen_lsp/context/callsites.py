@@ -96,13 +96,19 @@ class Binding:
 
 @cache
 def _queries(lang: str) -> tuple[Query, ...]:
-    out = []
+    """One query of every pattern the grammar compiles (one cursor per body, not one per pattern)."""
+    ok = []
     for pattern in CALL_PATTERNS.get("typescript" if lang == "tsx" else lang, []):
         try:
-            out.append(Query(get_language(lang), pattern))
+            Query(get_language(lang), pattern)
+            ok.append(pattern)
         except Exception:
             log.debug("%s call pattern not compiled: %s", lang, pattern, exc_info=True)
-    return tuple(out)
+    try:
+        return (Query(get_language(lang), "\n".join(ok)),) if ok else ()
+    except Exception:
+        log.debug("%s call patterns not compiled together", lang, exc_info=True)
+        return ()
 
 
 def _text(node) -> str:
@@ -189,10 +195,10 @@ def _doc_query() -> Query | None:
         return None
 
 
-def elide_docstrings(text: str, tree: Tree | None, lang: str | None, start_line: int, end_line: int) -> str:
-    """Lines start_line..end_line of `text`, each multi-line docstring cut to its first line: the
-    code is what the model must see, and a cut for the budget then falls later in the body."""
-    lines = text.splitlines()[start_line - 1 : end_line]
+def elide_docstrings(text_lines: list[str], tree: Tree | None, lang: str | None, start_line: int, end_line: int) -> str:
+    """Lines start_line..end_line of a file (`text_lines`), each multi-line docstring cut to its first
+    line: the code is what the model must see, and a cut for the budget then falls later in the body."""
+    lines = text_lines[start_line - 1 : end_line]
     query = _doc_query() if lang == "python" and tree is not None else None
     if query is None:
         return "\n".join(lines)

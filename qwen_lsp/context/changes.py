@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 GIT_TIMEOUT = 10.0
 MAX_COMMITS = 10  # recent commits of the reached files looked at
 LATEST_COMMITS = 2  # the newest commits, whatever files they touch
+MAX_COMMIT_CHARS = 200_000  # of one commit's diff: a mass reformat is cut at a file boundary
 MAX_LOG_PATHS = 40  # files named to `git log`: the reached ones, best first
 MAX_HUNK_LINES = 60  # a longer hunk is cut (and says so): a reformat must not eat the section
 OTHER_FILE = 0.05  # an uncommitted hunk of a file the failure does not reach: still worth a look
@@ -115,7 +116,8 @@ def read_changes(workspace: Path, paths: list[str], *, max_commits: int = MAX_CO
     if not has_head or not paths or max_commits <= 0:
         return out
     specs = [f"{prefix}/{p}" if prefix else p for p in paths[:MAX_LOG_PATHS]]
-    log_args = ("--no-merges", "--date=short", _LOG_FORMAT, "-p", *diff_args)
+    # Modified (and renamed) files only: a commit adding a file shows its code, not a change to it.
+    log_args = ("--no-merges", "--date=short", _LOG_FORMAT, "-p", "--diff-filter=MR", *diff_args)
     # The last commits whatever they touch (the user's own latest work), then those of the reached files.
     latest = _run(root, "log", f"-n{LATEST_COMMITS}", *log_args, "--", prefix or ".")
     reached = _run(root, "log", f"-n{max_commits}", *log_args, "--", *specs)
@@ -131,7 +133,8 @@ def read_changes(workspace: Path, paths: list[str], *, max_commits: int = MAX_CO
             if sha in found:
                 found[sha].age = min(found[sha].age, age)
                 continue
-            hunks = parse_hunks(body[body.find("diff --git"):] if "diff --git" in body else "", prefix, commit=True)
+            diff = body[body.find("diff --git"):][:MAX_COMMIT_CHARS] if "diff --git" in body else ""
+            hunks = parse_hunks(diff[: diff.rfind("\ndiff --git")] if len(diff) == MAX_COMMIT_CHARS else diff, prefix, commit=True)
             if hunks:
                 found[sha] = Change(label=f"Commit {sha} {date} {author}: {subject}", age=age, hunks=hunks)
     # Shown newest first: the order of history.
