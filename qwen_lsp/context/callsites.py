@@ -195,9 +195,11 @@ def _doc_query() -> Query | None:
         return None
 
 
-def elide_docstrings(text_lines: list[str], tree: Tree | None, lang: str | None, start_line: int, end_line: int) -> str:
+def elide_docstrings(text_lines: list[str], tree: Tree | None, lang: str | None, start_line: int, end_line: int,
+                     keep: int | None = None) -> str:
     """Lines start_line..end_line of a file (`text_lines`), each multi-line docstring cut to its first
-    line: the code is what the model must see, and a cut for the budget then falls later in the body."""
+    line: the code is what the model must see, and a cut for the budget then falls later in the body.
+    A docstring holding line `keep` (a failing doctest) stays whole."""
     lines = text_lines[start_line - 1 : end_line]
     query = _doc_query() if lang == "python" and tree is not None else None
     if query is None:
@@ -207,7 +209,7 @@ def elide_docstrings(text_lines: list[str], tree: Tree | None, lang: str | None,
     spans = []
     for node in cursor.captures(tree.root_node).get("doc", []):
         a, b = node.start_point[0] + 1, node.end_point[0] + 1
-        if start_line <= a < b <= end_line:
+        if start_line <= a < b <= end_line and not (keep is not None and a <= keep <= b):
             spans.append((a, b))
     for a, b in sorted(spans, reverse=True):
         first = lines[a - start_line].rstrip()

@@ -129,3 +129,11 @@ def test_overload_stubs_and_nested_helpers_elsewhere_are_not_callees(tmp_path: P
     assert found == ["main.py:go", "deco.py:command"]
     (impl,) = [c for c in walk_of(root, tmp_path).walk([("main.py", 6)]) if c.defn.name == "command"]
     assert impl.defn.line == 12
+
+
+def test_a_frame_snippet_elides_docstrings_unless_the_failure_is_in_one() -> None:
+    from qwen_lsp.context.source import focus
+
+    text = 'def f(x):\n    """Summary.\n\n    >>> f(1)\n    2\n    """\n    pass\n    return g(x)\n'
+    assert focus(text, "python", 8).text == 'def f(x):\n    """Summary. … """\n    pass\n    return g(x)'
+    assert ">>> f(1)" in focus(text, "python", 4).text  # a failing doctest keeps its docstring
