@@ -37,6 +37,7 @@ ReadFile = Callable[[str], str | None]
 MAX_DEPTH = 3  # calls followed below a start
 MAX_VISITS = 160  # definitions expanded per walk: bounds the work on a huge call graph
 MAX_AMBIGUOUS = 6  # a method name defined in more places than this is not followed through the index
+MAX_CLASS_CHECKS = 60  # ... except into reached classes, checked among at most this many definitions
 DECAY = 0.6  # per level
 KIND_FACTOR = {"call": 1.0, "value": 0.8, "decorator": 0.5, "base": 0.4}
 HINT_SCORE = 0.35  # a definition named by the test, before sharing among the matches
@@ -138,8 +139,8 @@ class CalleeWalk:
         p = self.parsed(path)
         return [(path, d) for d in p.defs if d.name == name and d.depth == 0] if p is not None else []
 
-    def _imported(self, importer: str, b: Binding) -> list[tuple[str, Definition]]:
-        if b.name is None:
+    def _imported(self, importer: str, b: Binding, hops: int = 0) -> list[tuple[str, Definition]]:
+        if b.name is None or hops > 4:  # re-exports of re-exports, or a cycle of them
             return []
         for path in self.module_paths(importer, b.module):
             found = self._top(path, b.name)
@@ -151,19 +152,22 @@ class CalleeWalk:
             # a package re-exporting the name: follow its own import of it
             p = self.parsed(path)
             if p is not None and b.name in p.bindings and p.bindings[b.name] != b:
-                return self._imported(path, p.bindings[b.name])
+                return self._imported(path, p.bindings[b.name], hops + 1)
         return self._global(b.name) if b.name not in GENERIC_NAMES else []
 
     def _global(self, name: str, *, methods: bool = False) -> list[tuple[str, Definition]]:
-        if name in GENERIC_NAMES or (name.startswith("__") and name.endswith("__")) or len(name) < 3:
+        if (name.startswith("__") and name.endswith("__")) or len(name) < 3 or (name in GENERIC_NAMES and not methods):
             return []
         # A function nested in another one cannot be called from elsewhere; a method can.
         found = [(p, d) for p, d in self.index.lookup(name) if d.kind != "impl" and (d.depth == 0 or d.kind == "method")]
         if methods:
             found = [(p, d) for p, d in found if d.depth > 0] or found
-        if len({p for p, _ in found}) <= MAX_AMBIGUOUS:
+        if name not in GENERIC_NAMES and len({p for p, _ in found}) <= MAX_AMBIGUOUS:
             return found
-        # Too many to guess among, unless some are methods of a class this walk reached.
+        # Too many to guess among (or `x.filter()`, as common as a builtin), unless some are methods
+        # of a class this walk reached: `spec = SpecifierSet(); spec.filter()`.
+        if not self.classes or len(found) > MAX_CLASS_CHECKS:
+            return []
         return [t for t in found if t[1].depth > 0 and self._class_name(*t) in self.classes]
 
     def resolve(self, p: _Parsed, cls: Definition | None, site: Site, caller: Definition | None = None) -> list[tuple[str, Definition]]:
@@ -250,7 +254,11 @@ class CalleeWalk:
             resolved = [(site, [t for t in self.resolve(p, cls, site, d) if (t[0], t[1].line) != key])
                         for site in call_sites(p.tree, p.lang, _decorated_start(p.lines, d.line), d.end_line)]
             # Classes this body constructs: `x = Choice(); x.convert()` means Choice.convert.
-            self.classes.update(td.name for _, ts in resolved for _, td in ts if td.kind in CONTAINER_KINDS)
+            new = {td.name for _, ts in resolved for _, td in ts if td.kind in CONTAINER_KINDS} - self.classes
+            if new:
+                self.classes.update(new)
+                resolved = [(site, ts or ([t for t in self.resolve(p, cls, site, d) if (t[0], t[1].line) != key]
+                                          if site.receiver is not None else ts)) for site, ts in resolved]
             for site, targets in resolved:
                 targets = self._without_overloads(targets)
                 if not targets:
@@ -292,6 +300,23 @@ class CalleeWalk:
         words = [w for w in words_of_test_name(d.name) if len(w) >= 3 and w not in _STOP_WORDS]
         filters = filter_names(p.tree, p.lang, d.line, d.end_line)
         return name_matches(self.index, words, filters)
+
+
+def with_changed(walk: CalleeWalk, callees: list[Callee], changed: list[tuple[str, int, float, str]]) -> list[Callee]:
+    """`callees` with the definitions around changed lines (path, line today, score, what changed them)
+    ranked among them: the function the user just edited is the first suspect."""
+    by_key = {(c.path, c.defn.line): c for c in callees}
+    for path, line, score, via in changed:
+        p = walk.parsed(path)
+        d = enclosing([x for x in p.defs if x.kind not in CONTAINER_KINDS], line) if p is not None else None
+        if p is None or d is None:
+            continue
+        c = by_key.get((path, d.line))
+        if c is None:
+            by_key[(path, d.line)] = Callee(path=path, defn=d, start=_decorated_start(p.lines, d.line), score=score, depth=1, via=via)
+        elif c.score < score:
+            c.score, c.via = score, via if c.depth else c.via
+    return sorted(by_key.values(), key=lambda c: (-c.score, c.depth, c.path, c.defn.line))
 
 
 def name_matches(index: TagIndex, words: list[str], filters: list[str], *, limit: int = 6) -> list[tuple[str, Definition, float]]:
@@ -366,7 +391,8 @@ def render_callees(walk: CalleeWalk, callees: list[Callee], budget: int, shown: 
         else:
             body = elide_docstrings(p.lines, p.tree, p.lang, c.start, d.end_line)
             what = "whole"
-        why = "a traceback frame's function" if c.depth == 0 else f"called from {c.via}" if c.via != "named by the test" else c.via
+        why = ("a traceback frame's function" if c.depth == 0 else c.via if c.via.startswith(("named by", "changed"))
+               else f"called from {c.via}")
         block = f"#### {c.path} lines {c.start}-{d.end_line} ({what}; {why})\n```{_fence(c.path)}\n{body}\n```"
         tokens = count_tokens(block) + 2
         if tokens > budget // 2 and used + budget // 2 <= budget:

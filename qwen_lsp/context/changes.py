@@ -31,6 +31,7 @@ MAX_COMMIT_CHARS = 200_000  # of one commit's diff: a mass reformat is cut at a 
 MAX_LOG_PATHS = 40  # files named to `git log`: the reached ones, best first
 MAX_HUNK_LINES = 60  # a longer hunk is cut (and says so): a reformat must not eat the section
 OTHER_FILE = 0.05  # an uncommitted hunk of a file the failure does not reach: still worth a look
+SUSPECT = 0.7  # a changed function in a reached file, among the callees (a direct call scores 0.6)
 RECENCY = 0.8  # per commit further back
 _LOG_FORMAT = "--format=%x1e%h%x1f%ad%x1f%an%x1f%s"
 
@@ -145,6 +146,34 @@ def read_changes(workspace: Path, paths: list[str], *, max_commits: int = MAX_CO
         return next((i for full, i in position.items() if full.startswith(sha) or sha.startswith(full)), len(order))
 
     return out + sorted(found.values(), key=lambda c: where(c.label.split()[1]))
+
+
+def changed_functions(changes: list[Change], reach: Reach, *, limit: int = 4) -> list[tuple[str, int, float, str]]:
+    """Where the best hunks are in today's files (path, line, score, what changed it), for the callee
+    section to show the functions around them whole: a diff alone shows three lines either side."""
+    out: list[tuple[str, int, float, str]] = []
+    ranked = sorted(((hunk_score(c, h, reach), c, h) for c in changes for h in c.hunks), key=lambda t: -t[0])
+    for score, c, h in ranked:
+        if len(out) >= limit or score <= 0:
+            break
+        if c.age == 0:
+            lines = [_first_change(h)]
+        else:
+            lines = _lines_now(h, reach.texts.get(h.path))[:1]
+        for line in lines:
+            what = "changed in the working tree" if c.age == 0 else f"changed in {c.label.split(':')[0].lower()}"
+            out.append((h.path, line, max(score, SUSPECT if h.path in reach.files else OTHER_FILE * 4), what))
+    return out
+
+
+def _first_change(hunk: Hunk) -> int:
+    """Today's line of the hunk's first added line (or where its first removed line was)."""
+    n = hunk.new_start
+    for ln in hunk.text.splitlines()[1:]:
+        if ln[:1] in "+-":
+            return n
+        n += 1
+    return hunk.new_start
 
 
 def _changed_lines(hunk: Hunk) -> list[str]:

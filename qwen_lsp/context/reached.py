@@ -11,8 +11,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from qwen_lsp.context.callees import Callee, CalleeWalk, is_test_path, render_callees
-from qwen_lsp.context.changes import Reach, read_changes, render_changes
+from qwen_lsp.context.callees import Callee, CalleeWalk, is_test_path, render_callees, with_changed
+from qwen_lsp.context.changes import Change, Reach, changed_functions, read_changes, render_changes
 from qwen_lsp.context.frames import Frame
 from qwen_lsp.context.repomap import TagIndex
 
@@ -63,10 +63,30 @@ def reached_sections(
             walk = CalleeWalk(index, read)
             test = failing_test_start(starts, frames)
             callees = walk.walk(starts, walk.hints(*test) if test else [])
-            out.callees = render_callees(walk, callees, callee_budget, shown)
         except Exception:
             log.debug("callees not walked", exc_info=True)
             callees = []
+    reach = _reach(starts, walk, callees)
+    changes: list[Change] = []
+    try:
+        changes = read_changes(workspace, sorted(reach.files, key=lambda p: -reach.files[p]))
+    except Exception:
+        log.debug("changes not read", exc_info=True)
+    if walk is not None:
+        for path in {h.path for c in changes for h in c.hunks} - reach.texts.keys():
+            if (p := walk.parsed(path)) is not None:
+                reach.texts[path] = p.text
+        try:
+            callees = with_changed(walk, callees, changed_functions(changes, reach))
+            out.callees = render_callees(walk, callees, callee_budget, shown)
+        except Exception:
+            log.debug("callee section not rendered", exc_info=True)
+    out.changes = render_changes(changes, reach, change_budget, git_text)
+    return out
+
+
+def _reach(starts: list[tuple[str, int]], walk: CalleeWalk | None, callees: list[Callee]) -> Reach:
+    """How close files and definitions are to the failure: the starts' files, what they import, the callees."""
     reach = Reach()
     for path, _line in starts:
         reach.files[path] = 1.0
@@ -82,9 +102,4 @@ def reached_sections(
             reach.texts[c.path] = p.text
         if c.defn.kind != "module":
             reach.spans.append((c.path, c.start, c.defn.end_line, c.defn.name, c.score))
-    try:
-        paths = sorted(reach.files, key=lambda p: -reach.files[p])
-        out.changes = render_changes(read_changes(workspace, paths), reach, change_budget, git_text)
-    except Exception:
-        log.debug("changes not read", exc_info=True)
-    return out
+    return reach

@@ -137,3 +137,20 @@ def test_a_frame_snippet_elides_docstrings_unless_the_failure_is_in_one() -> Non
     text = 'def f(x):\n    """Summary.\n\n    >>> f(1)\n    2\n    """\n    pass\n    return g(x)\n'
     assert focus(text, "python", 8).text == 'def f(x):\n    """Summary. … """\n    pass\n    return g(x)'
     assert ">>> f(1)" in focus(text, "python", 4).text  # a failing doctest keeps its docstring
+
+
+def test_a_builtin_like_method_name_is_followed_into_the_class_the_test_builds(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    write(root, "spec.py", "class SpecifierSet:\n    def filter(self, xs):\n        return [x for x in xs if x]\n")
+    write(root, "other.py", "class Query:\n    def filter(self, xs):\n        return xs\n")
+    write(root, "test_spec.py", "from spec import SpecifierSet\n\n\ndef test_filter():\n    s = SpecifierSet()\n    assert s.filter([0, 1]) == [1]\n")
+    found = names(walk_of(root, tmp_path).walk([("test_spec.py", 6)]))
+    assert "spec.py:filter" in found and "other.py:filter" not in found
+
+
+def test_a_cycle_of_re_exports_ends(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    write(root, "a/__init__.py", "from b import thing\n")
+    write(root, "b/__init__.py", "from a import thing\n")
+    write(root, "main.py", "from a import thing\n\n\ndef go():\n    return thing()\n")
+    assert names(walk_of(root, tmp_path).walk([("main.py", 5)])) == ["main.py:go"]

@@ -47,7 +47,8 @@ def test_a_bug_below_the_frames_reaches_the_prompt(broken: tuple[Path, str], tmp
     assert "normalize" not in output  # no frame of the traceback is in the faulty function
     user = prompt_for(ws, output, tmp_path).messages[1]["content"]
     callees = section(user, "callees")
-    assert "#### pkg/util.py lines 4-12 (whole; called from pkg/core.py _fold)" in callees
+    # Reached by the walk (test_callees.py) and edited in the working tree: the changed function leads.
+    assert callees.startswith(f"{HEADINGS['callees']}\n\n#### pkg/util.py lines 4-12 (whole; changed in the working tree)")
     assert "    if not fold:\n        return value.lower()" in callees
     assert "def fold_all(values, fold):" in callees  # Choice's constructor -> fold_all
     files = section(user, "files")
@@ -120,3 +121,39 @@ def test_the_cause_of_a_chained_exception_counts_like_the_outer_trace(tmp_path: 
     assert ("pkg/parsing.py", 3) in failure_starts(frames, primary, (None, None))
     user = prompt_for(ws, run.stdout, tmp_path).messages[1]["content"]
     assert '    digits = text.split("=")[0]' in user[: user.index(HEADINGS["task"])]
+
+
+DISPATCH = '''HANDLERS = {}
+
+
+def handler(name):
+    def register(fn):
+        HANDLERS[name] = fn
+        return fn
+    return register
+
+
+@handler("double")
+def twice(x):
+    return x * 2
+
+
+def run(name, x):
+    return HANDLERS[name](x)
+'''
+
+
+def test_a_function_edited_in_the_working_tree_is_shown_whole_even_when_no_call_reaches_it(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    write(ws, "app/__init__.py", "")
+    write(ws, "app/ops.py", DISPATCH)
+    write(ws, "tests/test_ops.py", "from app.ops import run\n\n\ndef test_double():\n    assert run('double', 2) == 4\n")
+    commit_all(ws, "ops")
+    ops = ws / "app/ops.py"
+    ops.write_text(ops.read_text().replace("return x * 2", "return x * 3"))
+    output = (f"{'=' * 20} FAILURES {'=' * 20}\n{'_' * 10} test_double {'_' * 10}\n\n    def test_double():\n"
+              ">       assert run('double', 2) == 4\nE       assert 6 == 4\n\ntests/test_ops.py:5: AssertionError\n")
+    user = prompt_for(ws, output, tmp_path).messages[1]["content"]
+    callees = section(user, "callees")
+    assert "#### app/ops.py lines 11-13 (whole; changed in the working tree)" in callees
+    assert "@handler(\"double\")\ndef twice(x):\n    return x * 3" in callees

@@ -46,9 +46,9 @@ async def test_the_fix_of_a_terminal_diagnostic_sees_the_callee_and_the_uncommit
     assert plan["chat_template_kwargs"]["enable_thinking"] is True
     user = plan["messages"][1]["content"]
 
-    # add() is called by the failing test, never a frame of it: its body comes as a callee ...
+    # add() is called by the failing test, never a frame of it, and edited: its body comes whole ...
     callees = section(user, "callees")
-    assert "#### calc.py lines 1-3 (whole; called from test_calc.py test_add)" in callees
+    assert "#### calc.py lines 1-3 (whole; changed in the working tree)" in callees
     assert "def add(a, b):\n    total = a - b\n    return total" in callees
     # ... and the edit that broke it, uncommitted, as a diff.
     changes = section(user, "changes")
