@@ -56,6 +56,8 @@ class Budgets(BaseModel):
     repo_map: int = 2_048
     git: int = 2_048
     files: int = 16_384
+    callees: int = 4_096  # bodies of what the failing code calls (context/callees.py)
+    changes: int = 2_048  # uncommitted and recent diffs of the code the failure reaches (context/changes.py)
     task: int = 4_096
 
 

@@ -1,5 +1,5 @@
 """Prompt assembly in a fixed order — system, tool schemas, repo map, git
-context, files, task — so that successive requests about one workspace share
+context, files, the code the failure reaches (callees, recent changes), task — so that successive requests about one workspace share
 the longest byte-stable prefix (vLLM prefix caching), with a token budget per
 section and for the whole input."""
 
@@ -18,6 +18,7 @@ from qwen_lsp.context.frames import Frame, parse_output, primary_frame, strip_an
 from qwen_lsp.context.git_context import git_context, render_git
 from qwen_lsp.context.index import WorkspaceIndex
 from qwen_lsp.context.ranking import focus_imports
+from qwen_lsp.context.reached import failure_starts, reached_sections
 from qwen_lsp.context.repomap import MAX_FILE_BYTES, TagIndex, build_index, repo_map
 from qwen_lsp.context.source import fence_language, read_source, referenced_names, render_context, render_snippet, source_context
 from qwen_lsp.context.treesitter import language_for
@@ -29,7 +30,10 @@ log = logging.getLogger(__name__)
 
 # What the chat template adds around the messages and tool schemas (role tags, tool preamble).
 TEMPLATE_OVERHEAD = 256
-HEADINGS = {"repo_map": "# Repository map", "git": "# Git context", "files": "# Files", "task": "# Task"}
+HEADINGS = {
+    "repo_map": "# Repository map", "git": "# Git context", "files": "# Files",
+    "callees": "# Code the failure reaches", "changes": "# Recent changes near the failure", "task": "# Task",
+}
 MAX_FRAME_FILES = 4  # other files of the traceback shown besides the primary one
 
 
@@ -102,9 +106,10 @@ def assemble(
     fixed = count_tokens(system) + (count_tokens(json.dumps(tools, ensure_ascii=False)) if tools else 0) + TEMPLATE_OVERHEAD
     available = max(0, budgets.total_input - fixed)
     task_budget = min(budgets.task, max(0, available // 2))
-    wanted = budgets.repo_map + budgets.git + budgets.files
+    wanted = budgets.repo_map + budgets.git + budgets.files + budgets.callees + budgets.changes
     scale = min(1.0, max(0, available - task_budget) / wanted) if wanted else 0.0
-    map_budget, git_budget, files_budget = (int(b * scale) for b in (budgets.repo_map, budgets.git, budgets.files))
+    map_budget, git_budget, files_budget, callee_budget, change_budget = (
+        int(b * scale) for b in (budgets.repo_map, budgets.git, budgets.files, budgets.callees, budgets.changes))
 
     # --- tags (shared by the map and by definition lookup for the files section)
     index: TagIndex | None = None
@@ -148,9 +153,14 @@ def assemble(
         log.debug("git section not built", exc_info=True)
         sections["git"] = ""
 
-    sections["files"] = _files_section(
+    sections["files"], shown = _files_section(
         workspace, focus_path, focus_line, focus_end, frame_files, files_budget - 8, read_file, index
     )
+    reached = reached_sections(
+        workspace, index, lambda rel: read_source(workspace, rel, read_file), failure_starts(frames, primary, (focus_path, focus_line)),
+        frames, shown=shown, callee_budget=callee_budget - 8, change_budget=change_budget - 8, git_text=sections["git"],
+    )
+    sections["callees"], sections["changes"] = reached.callees, reached.changes
     sections["task"] = _fit_task(task, frames, primary, task_budget - 8)
 
     user = "\n\n".join(f"{HEADINGS[k]}\n\n{v.strip() or '(none)'}" for k, v in sections.items())
@@ -212,9 +222,11 @@ def _mentioned_names(
 def _files_section(
     workspace: Path, path: str | None, line: int | None, end: int | None, frame_files: list[tuple[str, int]],
     budget: int, read_file: Callable[[str], str | None] | None, index: TagIndex | None,
-) -> str:
+) -> tuple[str, list[tuple[str, int, int]]]:
+    """The files section, and the spans it shows whole (path, first line, last line)."""
+    spans: list[tuple[str, int, int]] = []
     if budget <= 0:
-        return ""
+        return "", spans
     parts: list[str] = []
     used = 0
     lookup = index.lookup if index is not None else None
@@ -241,7 +253,9 @@ def _files_section(
                 log.debug("source context failed for %s; whole file only", path, exc_info=True)
                 ctx = None
             if count_tokens(whole) <= budget * 0.6 or ctx is None:
-                if not add(whole):
+                if add(whole):
+                    spans.append((path, 1, len(text.splitlines())))
+                else:
                     parts.append(fit(whole, budget - used))
                     used = budget
                 related = ctx.related if ctx is not None else []
@@ -249,7 +263,9 @@ def _files_section(
                     add("Definitions used at the failing line:\n" + "\n".join(render_snippet(s) for s in related))
             else:
                 excerpt = render_context(ctx)
-                if not add(excerpt):
+                if add(excerpt):
+                    spans.extend((s.path, s.start_line, s.end_line) for s in [ctx.focus, *ctx.related] if s is not None)
+                else:
                     parts.append(fit(excerpt, budget - used))
                     used = budget
     shown = {path}
@@ -264,8 +280,9 @@ def _files_section(
             ctx = None
         if ctx is None or ctx.focus is None:
             continue
-        add(f"### {other} (traceback frame at line {ln})\n" + render_snippet(ctx.focus))
-    return "\n\n".join(parts)
+        if add(f"### {other} (traceback frame at line {ln})\n" + render_snippet(ctx.focus)):
+            spans.append((other, ctx.focus.start_line, ctx.focus.end_line))
+    return "\n\n".join(parts), spans
 
 
 def _fit_task(task: Task, frames: list[Frame], primary: Frame | None, budget: int) -> str:

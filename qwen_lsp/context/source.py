@@ -15,6 +15,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from qwen_lsp.files import BINARY_SNIFF_BYTES, inside, read_text
+from qwen_lsp.context.callsites import elide_docstrings
 from qwen_lsp.context.treesitter import CONTAINER_KINDS, Definition, definitions, identifiers, imports, language_for, parse
 
 log = logging.getLogger(__name__)
@@ -110,7 +111,9 @@ def focus(text: str, lang: str | None, line: int, *, defs: list[Definition] | No
         defs = defs if defs is not None else definitions(text, lang)
         d = enclosing(defs, line, max_lines=max_lines)
         if d is not None:
-            return Snippet(path="", start_line=d.line, end_line=d.end_line, title=d.signature, text=_slice(text, d.line, d.end_line))
+            # Docstrings cut to their first line: the body is what matters (unless the failure is in one).
+            body = elide_docstrings(text.splitlines(), parse(text, lang), lang, d.line, d.end_line, keep=line)
+            return Snippet(path="", start_line=d.line, end_line=d.end_line, title=d.signature, text=body)
     return line_window(text, line, radius=min(40, max_lines // 2))
 
 

@@ -7,7 +7,9 @@ awaits the assembly already under way instead of starting a second one.
 
 A prompt is reused only under the key it was built for, and the key names everything it read:
 the task, the open buffers' versions, the live index's version (files changed on disk) and git's
-HEAD and index. Anything that moved means a different key, so a stale prompt is never used.
+HEAD and index. Anything that moved means a different key, so a stale prompt is never used. (The
+working tree's diff in the prompt, context/changes.py, shows only source files, the ones the live
+index watches, so an edit on disk there moves the index's version.)
 """
 
 from __future__ import annotations

@@ -1,0 +1,412 @@
+"""Callees of a failure: the definitions that the failing test and each user frame call, followed
+a few levels down and ranked, so that a bug one or more calls below the traceback reaches the prompt.
+
+Starts are the whole functions around the frames (the test function included). Calls resolve to
+definitions through the file's own definitions, its imports (Python), the enclosing class for
+`self.m()`, and the tag index for the rest; a name defined in many places counts for little.
+Functions passed as values (`partial(f, …)`), decorators and a class's constructor count as
+calls. Words of the test's name (`test_case_insensitive_choice` -> `Choice`) add weak seeds.
+
+Reading files is the only I/O (through `read`); parsing is shared within one walk."""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import re
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import cached_property
+
+from tree_sitter import Tree
+
+from qwen_lsp.context.callsites import (
+    Binding, Site, call_sites, elide_docstrings, filter_names, module_file_candidates, python_bindings, words_of_test_name,
+)
+from qwen_lsp.context.ranking import GENERIC_NAMES
+from qwen_lsp.context.repomap import TagIndex
+from qwen_lsp.context.source import enclosing
+from qwen_lsp.context.treesitter import CONTAINER_KINDS, Definition, definitions, language_for, parse
+from qwen_lsp.llm.tokens import count_tokens, truncate_to_tokens
+
+log = logging.getLogger(__name__)
+
+ReadFile = Callable[[str], str | None]
+
+MAX_DEPTH = 3  # calls followed below a start
+MAX_VISITS = 160  # definitions expanded per walk: bounds the work on a huge call graph
+MAX_AMBIGUOUS = 6  # a method name defined in more places than this is not followed through the index
+MAX_CLASS_CHECKS = 60  # ... except into reached classes, checked among at most this many definitions
+DECAY = 0.6  # per level
+KIND_FACTOR = {"call": 1.0, "value": 0.8, "decorator": 0.5, "base": 0.4}
+HINT_SCORE = 0.35  # a definition named by the test, before sharing among the matches
+CONSTRUCTORS = ("__init__", "__post_init__", "__new__", "__call__")
+_STOP_WORDS = {
+    "test", "tests", "should", "when", "with", "and", "the", "for", "not", "is", "an", "of", "in", "on", "to", "from",
+    "by", "it", "returns", "raises", "error", "errors", "works", "basic", "simple", "default", "valid", "invalid",
+    "none", "empty", "true", "false", "ok", "case", "cases", "bad", "good", "correct", "wrong", "no", "yes",
+}
+
+
+@dataclass
+class Callee:
+    path: str
+    defn: Definition
+    start: int  # first line shown: decorators included
+    score: float
+    depth: int  # 0: a start (a frame's function)
+    via: str  # what reaches it: "tests/test_x.py test_foo", "named by the test"
+
+
+class _Parsed:
+    """One file of the walk: its text and definitions now, its tree and import bindings when first needed."""
+
+    def __init__(self, path: str, text: str, lang: str | None, defs: list[Definition] | None) -> None:
+        self.path, self.text, self.lang = path, text, lang
+        self._defs = defs
+
+    @cached_property
+    def tree(self) -> Tree | None:
+        return parse(self.text, self.lang) if self.lang else None
+
+    @property
+    def defs(self) -> list[Definition]:
+        if self._defs is None:
+            self._defs = definitions(self.text, self.lang, self.tree) if self.lang and self.tree is not None else []
+        return self._defs
+
+    @cached_property
+    def lines(self) -> list[str]:
+        return self.text.splitlines()
+
+    @cached_property
+    def bindings(self) -> dict[str, Binding]:
+        return python_bindings(self.tree) if self.lang == "python" and self.tree is not None else {}
+
+    def classes_of(self, d: Definition) -> Definition | None:
+        """The class immediately around `d`, if any."""
+        outer = [c for c in self.defs if c.kind in CONTAINER_KINDS and c.line < d.line <= c.end_line and c.depth == d.depth - 1]
+        return outer[-1] if outer else None
+
+    def members(self, cls: Definition, name: str) -> list[Definition]:
+        return [d for d in self.defs if d.name == name and cls.line < d.line <= cls.end_line and d.depth == cls.depth + 1]
+
+
+class CalleeWalk:
+    """One walk over the call graph below a set of starts, with its parsed files."""
+
+    def __init__(self, index: TagIndex, read: ReadFile) -> None:
+        self.index = index
+        self.read = read
+        self._files: dict[str, _Parsed | None] = {}
+        self._modules: dict[str, list[str]] | None = None
+        self.classes: set[str] = set()  # classes reached: their methods win an ambiguous x.m()
+
+    # -- files -------------------------------------------------------------------------------
+
+    def parsed(self, path: str) -> _Parsed | None:
+        if path not in self._files:
+            self._files[path] = self._parse(path)
+        return self._files[path]
+
+    def _parse(self, path: str) -> _Parsed | None:
+        text = self.read(path)
+        if text is None:
+            return None
+        # The index's tags are the definitions of the text it read (the live index applies buffers first).
+        tags = self.index.files.get(path)
+        return _Parsed(path, text, language_for(path), list(tags.defs) if tags is not None else None)
+
+    def module_paths(self, importer: str, module: str) -> list[str]:
+        """Files of the workspace that `module` (imported from `importer`) may be."""
+        if self._modules is None:
+            self._modules = defaultdict(list)
+            for f in self.index.files:
+                if f.endswith(".py"):
+                    parts = f[:-3].split("/")
+                    if parts[-1] == "__init__":
+                        parts = parts[:-1]
+                    for k in range(len(parts)):  # src/pkg/mod.py is pkg.mod and mod as well
+                        self._modules[".".join(parts[k:])].append(f)
+        if module.startswith("."):
+            return [c for c in module_file_candidates(importer, module) if c in self.index.files]
+        return self._modules.get(module, [])
+
+    # -- resolution ----------------------------------------------------------------------------
+
+    def _top(self, path: str, name: str) -> list[tuple[str, Definition]]:
+        p = self.parsed(path)
+        return [(path, d) for d in p.defs if d.name == name and d.depth == 0] if p is not None else []
+
+    def _imported(self, importer: str, b: Binding, hops: int = 0) -> list[tuple[str, Definition]]:
+        if b.name is None or hops > 4:  # re-exports of re-exports, or a cycle of them
+            return []
+        for path in self.module_paths(importer, b.module):
+            found = self._top(path, b.name)
+            if found:
+                return found
+            sub = self.module_paths(importer, b.qualified)
+            if sub:
+                return []  # a module, not a definition
+            # a package re-exporting the name: follow its own import of it
+            p = self.parsed(path)
+            if p is not None and b.name in p.bindings and p.bindings[b.name] != b:
+                return self._imported(path, p.bindings[b.name], hops + 1)
+        return self._global(b.name) if b.name not in GENERIC_NAMES else []
+
+    def _global(self, name: str, *, methods: bool = False) -> list[tuple[str, Definition]]:
+        if (name.startswith("__") and name.endswith("__")) or len(name) < 3 or (name in GENERIC_NAMES and not methods):
+            return []
+        # A function nested in another one cannot be called from elsewhere; a method can.
+        found = [(p, d) for p, d in self.index.lookup(name) if d.kind != "impl" and (d.depth == 0 or d.kind == "method")]
+        if methods:
+            found = [(p, d) for p, d in found if d.depth > 0] or found
+        if name not in GENERIC_NAMES and len({p for p, _ in found}) <= MAX_AMBIGUOUS:
+            return found
+        # Too many to guess among (or `x.filter()`, as common as a builtin), unless some are methods
+        # of a class this walk reached: `spec = SpecifierSet(); spec.filter()`.
+        if not self.classes or len(found) > MAX_CLASS_CHECKS:
+            return []
+        return [t for t in found if t[1].depth > 0 and self._class_name(*t) in self.classes]
+
+    def resolve(self, p: _Parsed, cls: Definition | None, site: Site, caller: Definition | None = None) -> list[tuple[str, Definition]]:
+        """Definitions `site` (in file p, inside class cls, in function caller) may mean, best guesses only."""
+        name, recv = site.name, site.receiver
+        if recv in ("self", "cls", "this", "super()"):
+            if cls is not None and recv != "super()" and (own := p.members(cls, name)):
+                return [(p.path, d) for d in own]
+            return self._global(name, methods=True)  # inherited: which base is a guess
+        if recv is None:
+            if local := [(p.path, d) for d in p.defs if d.name == name and d.depth == 0]:
+                return local
+            if caller is not None and (inner := [(p.path, d) for d in p.defs if d.name == name
+                                                 and caller.line < d.line <= caller.end_line]):
+                return inner  # a function defined in the calling one
+            if name in p.bindings:
+                return self._imported(p.path, p.bindings[name])
+            return [] if site.kind == "value" else self._global(name)
+        head = recv.split(".")[0]
+        if (b := p.bindings.get(head)) is not None:
+            module = b.qualified
+            for path in self.module_paths(p.path, module):
+                if found := self._top(path, name):
+                    return found
+                pkg = self.parsed(path)  # `import click; click.command` re-exported by the package
+                if pkg is not None and name in pkg.bindings:
+                    return self._imported(path, pkg.bindings[name])
+            if b.name is not None and not self.module_paths(p.path, module):
+                # Imported class: Klass.method()
+                for path, d in self._imported(p.path, b):
+                    if d.kind in CONTAINER_KINDS and (pp := self.parsed(path)) is not None:
+                        return [(path, m) for m in pp.members(d, name)]
+        if site.kind == "value" and recv not in ("self", "cls"):
+            return []
+        return self._global(name, methods=True)
+
+    # -- the walk ------------------------------------------------------------------------------
+
+    def walk(self, starts: Iterable[tuple[str, int]], hints: Iterable[tuple[str, Definition, float]] = ()) -> list[Callee]:
+        """Callees ranked by score (best first); the starts come first with depth 0."""
+        heap: list[tuple[float, int, str, Definition, int, str]] = []
+        seq = 0
+
+        def push(score: float, path: str, d: Definition, depth: int, via: str) -> None:
+            nonlocal seq
+            seq += 1
+            heapq.heappush(heap, (-score, seq, path, d, depth, via))
+
+        for path, line in starts:
+            p = self.parsed(path)
+            if p is None:
+                continue
+            d = enclosing([x for x in p.defs if x.kind not in CONTAINER_KINDS], line)
+            if d is None:  # module level: the failing line itself is the start
+                d = Definition(name="<module>", kind="module", line=line, end_line=line, signature=f"line {line}", depth=0)
+            push(1.0, path, d, 0, f"{path}:{line}")
+        for path, d, score in hints:
+            push(score, path, d, 1, "named by the test")
+            if d.kind in CONTAINER_KINDS:
+                self.classes.add(d.name)  # Choice named by the test: x.convert() means Choice.convert
+
+        out: dict[tuple[str, int], Callee] = {}
+        expanded = 0
+        while heap:
+            neg, _, path, d, depth, via = heapq.heappop(heap)
+            key = (path, d.line)
+            if key in out:
+                continue
+            p = self.parsed(path)
+            if p is None:
+                continue
+            out[key] = Callee(path=path, defn=d, start=_decorated_start(p.lines, d.line), score=-neg, depth=depth, via=via)
+            if d.kind in CONTAINER_KINDS:
+                self.classes.add(d.name)
+                for ctor in CONSTRUCTORS:
+                    for m in p.members(d, ctor):
+                        push(-neg * 0.9, path, m, depth, via)
+                continue
+            if depth >= MAX_DEPTH or expanded >= MAX_VISITS or p.tree is None or p.lang is None:
+                continue
+            expanded += 1
+            cls = p.classes_of(d)
+            who = f"{path} {d.name}"
+            resolved = [(site, [t for t in self.resolve(p, cls, site, d) if (t[0], t[1].line) != key])
+                        for site in call_sites(p.tree, p.lang, _decorated_start(p.lines, d.line), d.end_line)]
+            # Classes this body constructs: `x = Choice(); x.convert()` means Choice.convert.
+            new = {td.name for _, ts in resolved for _, td in ts if td.kind in CONTAINER_KINDS} - self.classes
+            if new:
+                self.classes.update(new)
+                resolved = [(site, ts or ([t for t in self.resolve(p, cls, site, d) if (t[0], t[1].line) != key]
+                                          if site.receiver is not None else ts)) for site, ts in resolved]
+            for site, targets in resolved:
+                targets = self._without_overloads(targets)
+                if not targets:
+                    continue
+                preferred = [t for t in targets if (c := self._class_name(*t)) is not None and c in self.classes]
+                targets = preferred or targets
+                share = 1.0 / len(targets)
+                for tp, td in targets:
+                    generic = 0.3 if td.name in GENERIC_NAMES else 1.0
+                    in_tests = 0.5 if _is_test_path(tp) else 1.0
+                    push(-neg * DECAY * share * KIND_FACTOR[site.kind] * generic * in_tests, tp, td, depth + 1, who)
+        return sorted(out.values(), key=lambda c: (-c.score, c.depth, c.path, c.defn.line))
+
+    def _without_overloads(self, targets: list[tuple[str, Definition]]) -> list[tuple[str, Definition]]:
+        """One definition per (file, class, name): `@overload` stubs come before the implementation, and
+        a redefinition replaces the earlier one at run time; either way the last one runs."""
+        last: dict[tuple[str, str | None, str], tuple[str, Definition]] = {}
+        for path, d in targets:
+            key = (path, self._class_name(path, d), d.name)
+            if key not in last or d.line > last[key][1].line:
+                last[key] = (path, d)
+        return targets if len(last) == len(targets) else sorted(last.values(), key=lambda t: (t[0], t[1].line))
+
+    def _class_name(self, path: str, d: Definition) -> str | None:
+        p = self.parsed(path)
+        c = p.classes_of(d) if p is not None and d.depth > 0 else None
+        return c.name if c is not None else None
+
+    # -- names the test carries ------------------------------------------------------------------
+
+    def hints(self, test_path: str, test_line: int) -> list[tuple[str, Definition, float]]:
+        """Definitions named by the failing test (its name's words, its templates' filters): weak seeds."""
+        p = self.parsed(test_path)
+        if p is None or p.tree is None:
+            return []
+        d = enclosing([x for x in p.defs if x.kind not in CONTAINER_KINDS], test_line)
+        if d is None:
+            return []
+        words = [w for w in words_of_test_name(d.name) if len(w) >= 3 and w not in _STOP_WORDS]
+        filters = filter_names(p.tree, p.lang, d.line, d.end_line)
+        return name_matches(self.index, words, filters)
+
+
+def with_changed(walk: CalleeWalk, callees: list[Callee], changed: list[tuple[str, int, float, str]]) -> list[Callee]:
+    """`callees` with the definitions around changed lines (path, line today, score, what changed them)
+    ranked among them: the function the user just edited is the first suspect."""
+    by_key = {(c.path, c.defn.line): c for c in callees}
+    for path, line, score, via in changed:
+        p = walk.parsed(path)
+        d = enclosing([x for x in p.defs if x.kind not in CONTAINER_KINDS], line) if p is not None else None
+        if p is None or d is None:
+            continue
+        c = by_key.get((path, d.line))
+        if c is None:
+            by_key[(path, d.line)] = Callee(path=path, defn=d, start=_decorated_start(p.lines, d.line), score=score, depth=1, via=via)
+        elif c.score < score:
+            c.score, c.via = score, via if c.depth else c.via
+    return sorted(by_key.values(), key=lambda c: (-c.score, c.depth, c.path, c.defn.line))
+
+
+def name_matches(index: TagIndex, words: list[str], filters: list[str], *, limit: int = 6) -> list[tuple[str, Definition, float]]:
+    """Definitions whose names the words spell: a run of words joined (CaseInsensitive, case_insensitive)
+    scores more than one word, and a filter `|min` matches `min` or `do_min`. Shared among the matches."""
+    wanted: dict[str, float] = {}  # a lower-cased, underscore-free spelling -> weight
+    for n in (3, 2, 1):
+        for i in range(len(words) - n + 1):
+            wanted.setdefault("".join(words[i : i + n]), HINT_SCORE * (1.0 if n > 1 else 0.6))
+    found: list[tuple[str, Definition, float]] = []
+    if wanted:
+        for name in index.defined_in:
+            key = name.replace("_", "").lower()
+            if key in wanted and name not in GENERIC_NAMES:
+                found.extend((p, d, wanted[key]) for p, d in index.lookup(name) if d.kind != "impl")
+    for f in filters:
+        for name in (f, f"do_{f}", f"{f}_filter", f"filter_{f}"):
+            found.extend((p, d, HINT_SCORE) for p, d in index.lookup(name) if d.kind != "impl" and d.depth == 0)
+    if not found:
+        return []
+    found.sort(key=lambda t: -t[2])
+    found = found[: limit * 2]
+    share = 1.0 / max(1, len(found) ** 0.5)
+    return [(p, d, s * share) for p, d, s in found[:limit]]
+
+
+def _decorated_start(lines: list[str], line: int) -> int:
+    """The first decorator line above a definition's line (Python, Java annotations, Rust attributes)."""
+    start = line
+    while start > 1 and re.match(r"\s*(@|#\[)", lines[start - 2]):
+        start -= 1
+    return start
+
+
+def _is_test_path(path: str) -> bool:
+    parts = path.split("/")
+    return any(p in ("test", "tests", "testing") for p in parts[:-1]) or parts[-1].startswith("test_") or parts[-1].endswith(
+        ("_test.py", "_test.go", ".test.js", ".test.ts", ".spec.js", ".spec.ts", "conftest.py"))
+
+
+def is_test_path(path: str) -> bool:
+    """Whether `path` looks like a test file (the failing test's function gives hint words)."""
+    return _is_test_path(path)
+
+
+# --------------------------------------------------------------------------- rendering
+
+BIG_CLASS_LINES = 40  # a longer class is shown as its header and member signatures
+
+
+def render_callees(walk: CalleeWalk, callees: list[Callee], budget: int, shown: list[tuple[str, int, int]]) -> str:
+    """The best-ranked bodies that fit `budget` tokens, whole: docstrings are elided first, and only
+    a body bigger than half the budget is cut (at the budget, never at a line count). Spans already
+    in the prompt (`shown`: path, first, last line) are not repeated."""
+    if budget <= 0:
+        return ""
+    parts: list[str] = []
+    used = 0
+    for c in callees:
+        if budget - used < 60:
+            break
+        d = c.defn
+        if d.kind == "module" or any(p == c.path and a <= c.start and d.end_line <= b for p, a, b in shown):
+            continue
+        p = walk.parsed(c.path)
+        if p is None:
+            continue
+        if d.kind in CONTAINER_KINDS and d.end_line - d.line + 1 > BIG_CLASS_LINES:
+            body = "\n".join([p.lines[d.line - 1], *(
+                f"    {m.line}: {m.signature}" for m in p.defs if d.line < m.line <= d.end_line and m.depth == d.depth + 1)])
+            what = "class outline, line: member"
+        else:
+            body = elide_docstrings(p.lines, p.tree, p.lang, c.start, d.end_line)
+            what = "whole"
+        why = ("a traceback frame's function" if c.depth == 0 else c.via if c.via.startswith(("named by", "changed"))
+               else f"called from {c.via}")
+        block = f"#### {c.path} lines {c.start}-{d.end_line} ({what}; {why})\n```{_fence(c.path)}\n{body}\n```"
+        tokens = count_tokens(block) + 2
+        if tokens > budget // 2 and used + budget // 2 <= budget:
+            note = f"\n[... cut to fit the budget; read_file {c.path} lines {c.start}-{d.end_line} for the rest ...]\n```"
+            block = block.replace(f"({what};", "(cut;", 1)
+            block = truncate_to_tokens(block, budget // 2 - count_tokens(note) - 8).rstrip("\n") + note
+            tokens = count_tokens(block) + 2
+        if used + tokens > budget:
+            continue
+        parts.append(block)
+        used += tokens
+    return "\n\n".join(parts)
+
+
+def _fence(path: str) -> str:
+    lang = language_for(path)
+    return {"typescript": "ts", "javascript": "js"}.get(lang or "", lang or "")
