@@ -188,8 +188,11 @@ class GitCache:
 
 
 def _head_sha(repo: git.Repo) -> str | None:
+    # Read from HEAD and refs/packed-refs, no subprocess. Not `repo.head.commit`: that asks GitPython's
+    # one `git cat-file` process, which two threads at once (a prefetch assembling while a fix computes
+    # its key) can leave waiting forever on each other's answer.
     try:
-        return repo.head.commit.hexsha  # resolved from refs/packed-refs by GitPython, no subprocess
+        return git.refs.symbolic.SymbolicReference.dereference_recursive(repo, "HEAD")
     except Exception:
         return None
 
