@@ -5,8 +5,7 @@ more than its snapshot, graph and ranking together: it base64-decodes 248k vocab
 builds a decoding table that counting never uses. Here the decoded vocabulary is kept in a marshal
 file in the user's cache (written on first use, named after the vocabulary file's size and mtime),
 the tiktoken encoding is built from it directly and decodes with its own table, and nothing is
-loaded until a count needs it: `fits` answers without the tokenizer whenever the text has no more
-UTF-8 bytes than the budget has tokens (a token is at least one byte).
+loaded until a count needs it.
 """
 
 from __future__ import annotations
@@ -36,22 +35,6 @@ def count_tokens(text: str) -> int:
     if not text:
         return 0
     return _count(text)
-
-
-def fits(text: str, budget: int) -> bool:
-    """count_tokens(text) <= budget, without the tokenizer when the text is short enough."""
-    if budget < 0:
-        return False
-    if max_tokens(text) <= budget:
-        return True
-    return count_tokens(text) <= budget
-
-
-def max_tokens(text: str) -> int:
-    """An upper bound of count_tokens(text): its UTF-8 length after the tokenizer's normalization."""
-    if text.isascii():
-        return len(text)
-    return len(unicodedata.normalize("NFC", text).encode("utf-8", "surrogatepass"))
 
 
 @lru_cache(maxsize=256)
