@@ -15,6 +15,9 @@ it, damaged in one of the ways models damage them:
     late_window     typos in the first two copied lines, the change at the end
     twice           old_string occurs twice in the file (the right answer is a refusal)
     absent          old_string is not in the file (the right answer is a refusal)
+    indent_noise    one copied line indented wrongly (a column too far or too short, or a tab
+                    for spaces or spaces for a tab), on the first, a middle or the last line,
+                    in old_string only (new_string has it right) or in both; often a typo too
 
 Sources are files already on this machine: Python from the project's site-packages,
 JavaScript and TypeScript from the global npm packages and editors/vscode, Go from
@@ -27,6 +30,7 @@ sources and /usr/include. The same machine and seed give the same corpus.
 from __future__ import annotations
 
 import argparse
+import difflib
 import glob
 import json
 import random
@@ -49,7 +53,7 @@ SOURCES: dict[str, list[str]] = {
     "rust": ["/root/.rustup/toolchains/*/lib/rustlib/src/**/*.rs", f"{SITE}/**/*.rs"],
 }
 KINDS = ["exact", "indent", "tabs", "trailing_ws", "typo_repeated", "line_omitted", "elision",
-         "reindent_len", "late_window", "twice", "absent"]
+         "reindent_len", "late_window", "twice", "absent", "indent_noise"]
 FILES_PER_LANGUAGE = 400  # sampled (seeded) from each language's files
 _IDENT = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]{3,}\b")
 
@@ -321,9 +325,61 @@ def build(kind: str, language: str, path: str, lines: list[str], others: list[li
         if bad is None:
             return None
         old[i] = bad  # a typo in old_string only: new_string has the line right
+    elif kind == "indent_noise":
+        noisy = _indent_noise(block, change, lines, rng)
+        if noisy is None:
+            return None
+        old, new = noisy
     if render(old) == text or old == new:
         return None
     return render(old), render(new), expected
+
+
+def _indent_noise(block: list[str], change: Change, lines: list[str],
+                  rng: random.Random) -> tuple[list[str], list[str]] | None:
+    """One line of the block copied with its indentation wrong, in old_string only or in both strings
+    (then in new_string's copy of that line too), and half the time a typo in an unchanged line."""
+    if not any(indent_of(line) for line in block if line.strip()):
+        return None  # at module level the mistake would be an indented line, not one in a body
+    old, new = list(block), list(change.new_block)
+    # which new line is each old line's copy (renamed lines included, deleted ones not)
+    partner: dict[int, int] = {}
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+        if tag == "equal" or (tag == "replace" and i2 - i1 == j2 - j1):
+            partner.update(zip(range(i1, i2), range(j1, j2), strict=True))
+    nonblank = [i for i, line in enumerate(old) if line.strip()]
+    where = rng.choice(["first", "middle", "last"])
+    i = nonblank[0] if where == "first" else nonblank[-1] if where == "last" else rng.choice(nonblank[1:-1])
+    wrong = _misindent(old[i], "\t" in "".join(lines[:200]), rng)
+    if wrong is None:
+        return None
+    both = rng.random() < 0.5 and i in partner
+    if both:
+        new[partner[i]] = indent_of(wrong) + new[partner[i]].lstrip()
+    old[i] = wrong
+    if rng.random() < 0.5:
+        unchanged = [k for k in nonblank if k in partner and old[k].strip() == new[partner[k]].strip()]
+        k = rng.choice(unchanged) if unchanged else None
+        bad = typo(old[k], rng) if k is not None else None
+        if bad is not None:
+            old[k] = bad
+            new[partner[k]] = indent_of(new[partner[k]]) + bad.lstrip()
+    return old, new
+
+
+def _misindent(line: str, tab_file: bool, rng: random.Random) -> str | None:
+    """`line` indented wrongly: one column more or less, or the other whitespace for its indentation."""
+    ind, body = indent_of(line), line.lstrip()
+    how = rng.choice(["more", "less", "swap"])
+    if how == "more":
+        return " " + line if not ind.startswith("\t") else ind + " " + body
+    if how == "less":
+        return ind[:-1] + body if ind else None
+    if "\t" in ind:  # a tab for 2 spaces: the width changes
+        return ind.replace("\t", "  ") + body
+    if ind and not tab_file:  # spaces for tabs at 8 columns a tab
+        return "\t" * (len(ind) // 8) + " " * (len(ind) % 8) + body if len(ind) >= 8 else "\t" + body
+    return None
 
 
 def _twice(lines: list[str], language: str, rng: random.Random) -> tuple[str, str, str | None] | None:

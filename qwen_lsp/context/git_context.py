@@ -10,11 +10,13 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import BaseModel, Field
+
+from qwen_lsp.context.headlines import to_head
 
 log = logging.getLogger(__name__)
 
@@ -109,12 +111,13 @@ def _parse_log(out: str) -> list[CommitInfo]:
     return commits
 
 
-def _blame(repo: git.Repo, relpath: str, lines: list[int], has_head: bool) -> list[BlameLine]:
+def _blame(repo: git.Repo, relpath: str, lines: list[int], has_head: bool, rev: str | None = None) -> list[BlameLine]:
+    """Blame of `lines` in the working tree's file, or in `rev`'s version of it."""
     if not has_head or not lines:
         return []
     out: list[BlameLine] = []
     for a, b in _ranges(lines, 0):
-        text = _git(repo, "blame", "--line-porcelain", "-L", f"{a},{b}", "--", relpath)
+        text = _git(repo, "blame", "--line-porcelain", "-L", f"{a},{b}", *([rev] if rev else []), "--", relpath)
         if not text:
             continue
         info: dict[str, str] = {}
@@ -148,6 +151,7 @@ class GitCache:
     def __init__(self, max_entries: int = 512) -> None:
         self._repos: dict[str, git.Repo | None] = {}
         self._histories: dict[tuple, FileHistory] = {}
+        self._head_texts: dict[tuple, list[str] | None] = {}
         self._max = max_entries
 
     def repo(self, workspace: Path) -> git.Repo | None:
@@ -164,6 +168,16 @@ class GitCache:
             return ()
         return _head_sha(repo), _stamp(Path(repo.git_dir) / "index")
 
+    def head_lines(self, repo: git.Repo, head: str, in_repo: str) -> list[str] | None:
+        """HEAD's version of a file, by line (one `git show` per file and HEAD)."""
+        key = ("head", head, in_repo)
+        if key not in self._head_texts:
+            if len(self._head_texts) >= self._max:
+                self._head_texts.pop(next(iter(self._head_texts)))
+            text = _git(repo, "show", f"{head}:{in_repo}")
+            self._head_texts[key] = text.splitlines() if text is not None else None
+        return self._head_texts[key]
+
     def history(self, key: tuple, build) -> FileHistory:
         hit = self._histories.get(key)
         if hit is None:
@@ -174,8 +188,11 @@ class GitCache:
 
 
 def _head_sha(repo: git.Repo) -> str | None:
+    # Read from HEAD and refs/packed-refs, no subprocess. Not `repo.head.commit`: that asks GitPython's
+    # one `git cat-file` process, which two threads at once (a prefetch assembling while a fix computes
+    # its key) can leave waiting forever on each other's answer.
     try:
-        return repo.head.commit.hexsha  # resolved from refs/packed-refs by GitPython, no subprocess
+        return git.refs.symbolic.SymbolicReference.dereference_recursive(repo, "HEAD")
     except Exception:
         return None
 
@@ -203,14 +220,16 @@ def git_context(
     max_commits: int = 3,
     diff_lines: int = 40,
     cache: GitCache | None = None,
+    read_file: Callable[[str], str | None] | None = None,
 ) -> GitContext:
     """History for `paths` (workspace-relative); `lines` narrows commits and blame to those lines.
-    With a `cache`, histories of unchanged files come from memory."""
+    With a `cache`, histories of unchanged files come from memory, and `lines` are the lines of the
+    buffers `read_file` reads (None: of the files on disk)."""
     repo = cache.repo(workspace) if cache is not None else open_repo(workspace)
     if repo is None or repo.working_tree_dir is None:
         return GitContext()
     if cache is not None:
-        return _cached_context(repo, cache, workspace, paths, lines or {}, max_commits, diff_lines)
+        return _cached_context(repo, cache, workspace, paths, lines or {}, max_commits, diff_lines, read_file)
     root = Path(repo.working_tree_dir)
     try:
         has_head = repo.head.is_valid()
@@ -239,7 +258,7 @@ def git_context(
 
 def _cached_context(
     repo: git.Repo, cache: GitCache, workspace: Path, paths: list[str], lines: dict[str, list[int]],
-    max_commits: int, diff_lines: int,
+    max_commits: int, diff_lines: int, read_file: Callable[[str], str | None] | None = None,
 ) -> GitContext:
     root = Path(repo.working_tree_dir or workspace)
     head = _head_sha(repo)
@@ -262,11 +281,41 @@ def _cached_context(
         # so the status and diff stay cached while only the line history is asked again.
         hist = cache.history(("changes", *state), lambda: _changes(repo, relpath, in_repo, head is not None, diff_lines))
         if hist.status != "untracked" and head is not None:
-            lined = cache.history(("lines", *state, tuple(sorted(set(file_lines))), max_commits),
-                                  lambda: _line_history(repo, relpath, in_repo, file_lines, max_commits, diff_lines))
+            lined = _head_line_history(repo, cache, head, relpath, in_repo, abs_path, file_lines, max_commits,
+                                       diff_lines, read_file)
             hist.commits, hist.blame = lined.commits, lined.blame
         ctx.files.append(hist)
     return ctx
+
+
+def _head_line_history(
+    repo: git.Repo, cache: GitCache, head: str, relpath: str, in_repo: str, abs_path: Path, lines: list[int],
+    max_commits: int, diff_lines: int, read_file: Callable[[str], str | None] | None,
+) -> FileHistory:
+    """The line history of buffer `lines`, asked (and cached) in HEAD's line numbers: an edit
+    that only moves them asks git nothing. Lines HEAD does not have are blamed as uncommitted."""
+    text = read_file(relpath) if read_file is not None else None
+    if text is None:
+        try:
+            text = abs_path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            text = ""
+    buffer = text.splitlines()
+    head_lines = cache.head_lines(repo, head, in_repo)
+    if head_lines is None:  # not in HEAD (added since): nothing to follow
+        return FileHistory(path=relpath)
+    mapped = to_head(buffer, head_lines, lines)
+    at_head = sorted(set(mapped.values()))
+    lined = cache.history(("lines@head", head, in_repo, tuple(at_head), max_commits, diff_lines),
+                          lambda: _line_history(repo, relpath, in_repo, at_head, max_commits, diff_lines, rev=head))
+    back = {h: b for b, h in mapped.items()}
+    blame = [b.model_copy(update={"line": back[b.line]}) for b in lined.blame if b.line in back]
+    for line in sorted(set(lines) - set(mapped)):
+        if 0 < line <= len(buffer):
+            blame.append(BlameLine(line=line, commit="uncommitted", author="Not Committed Yet", date="", summary="",
+                                    text=buffer[line - 1]))
+    lined.blame = sorted(blame, key=lambda b: b.line)
+    return lined
 
 
 def _file_history(
@@ -298,9 +347,11 @@ def _changes(repo: git.Repo, relpath: str, in_repo: str, has_head: bool, diff_li
 
 
 def _line_history(
-    repo: git.Repo, relpath: str, in_repo: str, lines: list[int], max_commits: int, diff_lines: int
+    repo: git.Repo, relpath: str, in_repo: str, lines: list[int], max_commits: int, diff_lines: int,
+    rev: str | None = None,
 ) -> FileHistory:
-    """The commits that made `lines` what they are, and their blame (needs a HEAD)."""
+    """The commits that made `lines` what they are, and their blame (needs a HEAD); `rev`: the
+    lines are `rev`'s (HEAD's), else the working tree's."""
     fmt = "--format=%x1e%h%x1f%ad%x1f%an%x1f%s"
     log = None
     spans = _ranges(lines, 3)
@@ -312,7 +363,7 @@ def _line_history(
         log = _git(repo, *args)
     if not log:  # no lines given, or -L failed (range past the end of HEAD's version)
         log = _git(repo, "log", f"-n{max_commits}", "--date=short", fmt, "--no-color", "-p", "--unified=1", "--", in_repo)
-    hist = FileHistory(path=relpath, blame=_blame(repo, in_repo, lines, True))
+    hist = FileHistory(path=relpath, blame=_blame(repo, in_repo, lines, True, rev))
     for c in _parse_log(log or ""):
         c.diff = _cap(c.diff, diff_lines // 2)
         hist.commits.append(c)

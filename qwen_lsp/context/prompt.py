@@ -148,7 +148,8 @@ def assemble(
             lines.setdefault(focus_path, []).extend(range(focus_line, (focus_end or focus_line) + 1))
         for p, ln in frame_files:
             lines.setdefault(p, []).append(ln)
-        sections["git"] = fit(render_git(git_context(workspace, focus_files[:3], lines, cache=live.git if live else None)), git_budget - 8)
+        sections["git"] = fit(render_git(git_context(workspace, focus_files[:3], lines, cache=live.git if live else None,
+                                                            read_file=read_file)), git_budget - 8)
     except Exception:
         log.debug("git section not built", exc_info=True)
         sections["git"] = ""

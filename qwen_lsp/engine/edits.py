@@ -38,7 +38,7 @@ from qwen_lsp.engine.textlines import to_lf as _to_lf
 from qwen_lsp.engine.textlines import trim_blank as _trim_blank
 from qwen_lsp.engine.textlines import trim_blank_up_to as _trim_blank_up_to
 from qwen_lsp.engine.elision import has_elision, is_elision, strip_outer_elisions
-from qwen_lsp.engine.indentation import line_matches, squash
+from qwen_lsp.engine.indentation import indent_of, line_matches, squash
 from qwen_lsp.engine.merge import (
     Unanchored,
     Uncertain,
@@ -200,12 +200,19 @@ def _exact(edit: _Edit) -> EditOutcome | None:
 
     # `old` found after some indentation, e.g. "return x" inside "        return x".
     # A plain substring replace would indent only the first line of a multi-line
-    # `new`; the line-based strategy re-indents every line, so prefer it here.
+    # `new`, and would add that indentation to new's own when new's first line is
+    # indented unlike old's (a copy whose first line is a column off); the line-based
+    # strategy re-indents every line to the file, so use it then.
     line_start = text.rfind("\n", 0, i) + 1
-    if i > line_start and not text[line_start:i].strip() and "\n" in edit.new and edit.old_core:
-        starts_ws = line_matches(edit.file_lines, edit.old_core)
-        if starts_ws == [_line_at(text, i) - 1]:
-            return _apply_region(edit, _Region(starts_ws[0], starts_ws[0] + len(edit.old_core)), "whitespace")
+    first_old, first_new = edit.old.split("\n", 1)[0], edit.new.split("\n", 1)[0]
+    if (
+        i > line_start
+        and not text[line_start:i].strip()
+        and first_old.strip()
+        and ("\n" in edit.new or indent_of(first_old) != indent_of(first_new))
+    ):
+        start = _line_at(text, i) - 1
+        return _apply_region(edit, _Region(start, start + len(edit.old_core)), "whitespace")
 
     return EditOutcome(
         text=text[:i] + new_e + text[i + len(old_e) :],

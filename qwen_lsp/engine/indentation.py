@@ -7,9 +7,12 @@ Pure functions on lines (without line endings)."""
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from itertools import pairwise
 
 TAB_WIDTH = 4  # only used to compare mixed tab/space indentation widths
+# How a copy's indent step may relate to the file's: the same, twice (2 spaces for 4), half.
+SCALES = (1.0, 2.0, 0.5)
 
 
 def line_matches(file_lines: list[str], block: list[str]) -> list[int]:
@@ -74,3 +77,36 @@ def indent_unit(lines: list[str]) -> str | None:
     if not steps:
         return None
     return " " * min(steps, key=lambda k: (-steps[k], k))
+
+
+@dataclass(frozen=True)
+class Frame:
+    """The map from a copy's indent widths to the file's: file = scale * copy + shift."""
+
+    scale: float
+    shift: float
+
+    def to_file(self, copy_width: int) -> float:
+        return self.scale * copy_width + self.shift
+
+
+def fit_frame(points: list[tuple[int, int]], scales: tuple[float, ...] = (1.0,)) -> tuple[Frame, set[int]] | None:
+    """The frame (of the given scales; ties go to the first) that most (copy width, file width)
+    points follow, and the indices of the points it does not explain (lines copied with their
+    indentation wrong: a column off, a tab for spaces); None when no frame explains more than
+    half of them.
+
+    A copy's indentation says where new lines go only where it agrees with the file, so a
+    line whose own indentation is off must not serve as the measure of the others.
+    """
+    best: tuple[int, Frame] | None = None
+    for scale in scales:
+        shifts = Counter(f - scale * c for c, f in points)
+        if shifts:
+            shift, n = shifts.most_common(1)[0]
+            if best is None or n > best[0]:
+                best = (n, Frame(scale, shift))
+    if best is None or 2 * best[0] <= len(points):
+        return None
+    frame = best[1]
+    return frame, {i for i, (c, f) in enumerate(points) if frame.to_file(c) != f}

@@ -25,7 +25,18 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from qwen_lsp.engine.elision import ELIDED, deletion_next_to_elision, is_elision, split_elided_in_new
-from qwen_lsp.engine.indentation import TAB_WIDTH, indent_of, indent_shape, indent_unit, line_matches, render, squash, width
+from qwen_lsp.engine.indentation import (
+    SCALES,
+    TAB_WIDTH,
+    fit_frame,
+    indent_of,
+    indent_shape,
+    indent_unit,
+    line_matches,
+    render,
+    squash,
+    width,
+)
 
 LINE_SIMILARITY = 0.75  # a line with a small typo still pairs with its file line
 MIN_ANCHORED = 0.5  # share of old_string's lines that must be in the file verbatim (modulo spacing)
@@ -341,6 +352,11 @@ class _Indenter:
     A new line indented like some paired old line gets that file line's indentation
     verbatim; other lines are placed relative to the nearest such width, in indent
     levels (the model's step becomes the file's step: a tab or N spaces).
+
+    When some copied line is indented unlike the rest of the copy (a column off, a tab for
+    spaces), widths are read through the frame the other lines follow (indentation.fit_frame)
+    and a line that does not land on the file's indentation is refused: a line written a
+    column off, or at column 0 inside a function, breaks the file.
     """
 
     def __init__(self, file_lines: list[str], old: list[str], new: list[str], pairs: list[int | None]) -> None:
@@ -352,10 +368,22 @@ class _Indenter:
         # old_string widths whose lines are indented differently in the file (a flattened copy)
         self.conflicts = {w for w, c in votes.items() if len(c) > 1}
         self.old, self.pairs, self.file_lines = old, pairs, file_lines
-        self.verbatim = all(indent_of(line) == ind for line, ind in self._pairs(old, pairs, file_lines))
+        pairs_ws = self._pairs(old, pairs, file_lines)
+        self.verbatim = all(indent_of(line) == ind for line, ind in pairs_ws)
         block = [file_lines[k] for k in pairs if k is not None]
         self.step = width(indent_unit(old) or indent_unit(new) or " " * TAB_WIDTH)
         self.unit = indent_unit(block) or indent_unit(file_lines) or " " * self.step
+        # The copy may use another step than the file (2 spaces for 4), but a step of one column
+        # is a line a column off, not a step.
+        ratio = width(self.unit) / self.step
+        scales = (1.0, ratio) if ratio in SCALES and self.step > 1 else (1.0,)
+        fit = fit_frame([(width(indent_of(line)), width(ind)) for line, ind in pairs_ws], scales)
+        self.frame = fit[0] if fit is not None else None
+        self.noisy = fit is None or bool(fit[1])
+        # the file's indentation strings of the lines the frame explains, by width
+        self.file_indents = {
+            width(ind): ind for i, (_, ind) in enumerate(pairs_ws) if fit is not None and i not in fit[1]
+        }
 
     @staticmethod
     def _pairs(old: list[str], pairs: list[int | None], file_lines: list[str]) -> list[tuple[str, str]]:
@@ -371,6 +399,12 @@ class _Indenter:
         k = self.pairs[partner] if partner is not None else None
         if partner is not None and k is not None and self.old[partner].strip() and self.file_lines[k].strip():
             anchor, at = width(indent_of(self.old[partner])), indent_of(self.file_lines[k])
+            if w == anchor:  # indented as its old line: the file's indentation of that line, whatever the copy's
+                return at + line.lstrip()
+            if self.noisy:
+                return self._in_frame(line, at)
+        elif self.noisy:
+            return self._in_frame(line, None)
         else:
             below = [known for known in self.known if known <= w]
             anchor = max(below) if below else min(self.known)
@@ -386,3 +420,22 @@ class _Indenter:
         if levels >= 0:
             return at + self.unit * levels + " " * extra + line.lstrip()
         return render(width(at) + levels * width(self.unit) + extra, self.unit) + line.lstrip()
+
+    def _in_frame(self, line: str, was: str | None) -> str:
+        """A line of a copy whose indentation is off in places: through the frame most copied
+        lines follow, onto one of the file's indentation levels, or refused. `was` is the file's
+        indentation of the line it replaces (kept as it is when the line lands there)."""
+        w = width(indent_of(line))
+        target = self.frame.to_file(w) if self.frame is not None and w not in self.conflicts else -1.0
+        if was is not None and target == width(was):
+            return was + line.lstrip()
+        levels = sorted(self.file_indents)
+        below = [w for w in levels if w <= target]
+        if target < 0 or target != int(target) or not below or (target - below[-1]) % width(self.unit):
+            raise Uncertain(
+                f"old_string's lines are not indented consistently (some lines are indented unlike the file), "
+                f"so the indentation of {line.strip()!r} in the file is unclear."
+            )
+        if int(target) in self.file_indents:
+            return self.file_indents[int(target)] + line.lstrip()
+        return self.file_indents[below[-1]] + self.unit * int((target - below[-1]) // width(self.unit)) + line.lstrip()

@@ -130,6 +130,7 @@ class ModelClient:
                 read=min(settings.request_timeout, settings.limits.stream_idle_seconds),
             ),
             max_retries=settings.max_retries,  # SDK retries connection errors, 408/429/5xx with backoff
+            http_client=_plain_http_client(settings.base_url),
         )
         self._info: ServerInfo | None = None
 
@@ -327,6 +328,16 @@ async def _collect(stream: Any, completion: Completion, progress: StreamProgress
         for i, c in sorted(calls.items())
     ]
     return completion
+
+
+def _plain_http_client(base_url: str) -> openai.DefaultAsyncHttpxClient | None:
+    """For an http:// server (a local vLLM), a client that never speaks TLS: it does not follow
+    redirects (one to https:// fails instead), so it needs no CA bundle, whose loading costs a
+    one-shot process (qfix, qwen-review) tens of milliseconds before its first request. None (the
+    SDK's own client, certificates verified) for https://."""
+    if not base_url.lower().startswith("http://"):
+        return None
+    return openai.DefaultAsyncHttpxClient(verify=False, follow_redirects=False)
 
 
 def _nbytes(text: str) -> int:

@@ -96,7 +96,8 @@ class DiagnosticStore:
         for path in sorted(touched):
             self.publish(path)
         if key in self.runs:  # every diagnostic of the run is one task: "make the command pass"
-            self.server.fixes.prefetch(Task.for_command(params.command, params.exit_code, params.output, cwd_rel), root)
+            task = Task.for_command(params.command, params.exit_code, params.output, cwd_rel)
+            self.server.fixes.prefetch(task, root, at_once=True)
 
     def forget_file(self, path: str) -> None:
         """A closed file changed on disk: its terminal diagnostics point at lines that may have

@@ -76,9 +76,14 @@ class Fixes:
         server.activity.model_ok()
         return EngineOutcome(result, dict(versions), self.stale_files(root, result, versions))
 
-    def prefetch(self, task: Task, root: Path) -> None:
+    def prefetch(self, task: Task, root: Path, *, at_once: bool = False) -> None:
         """Assemble `task`'s prompt in the background: the user is looking at its diagnostic, and a
-        fix of it started before anything changes finds its context ready (engine/prefetch.py)."""
+        fix of it started before anything changes finds its context ready (engine/prefetch.py).
+
+        `at_once`: a failure a terminal run just published is a strong signal and a quick user
+        picks its fix within 0.3 s, so its assembly starts now and nothing cancels it. Code action
+        listings come with cursor moves, in bursts: theirs waits PREFETCH_DELAY_SECONDS and gives
+        way to the next one."""
         server = self.server
         worker = server.engine_thread()
         settings = server.folders.settings_for(root)
@@ -86,14 +91,18 @@ class Fixes:
         snapshot = server.folders.snapshot(root)
 
         async def assemble() -> None:  # engine thread
-            await asyncio.sleep(PREFETCH_DELAY_SECONDS)
+            if not at_once:
+                await asyncio.sleep(PREFETCH_DELAY_SECONDS)
             engine = worker.engine(root, settings, live_index)
             await engine.prefetch(task, root, snapshot_reader(snapshot, {}), buffers_stamp(snapshot))
 
+        future = asyncio.run_coroutine_threadsafe(assemble(), worker.loop)
+        if at_once:
+            return  # not superseded by a cursor move: it is the one the user is about to ask for
         previous = self._prefetching.pop(root, None)
         if previous is not None:
             previous.cancel()  # superseded; an assembly already under way still finishes for its key
-        self._prefetching[root] = asyncio.run_coroutine_threadsafe(assemble(), worker.loop)
+        self._prefetching[root] = future
 
     async def attempt(self, task: Task, root: Path, title: str) -> EngineOutcome | ModelUnavailable:
         """`run_engine`, with the unavailable model server as a value: every caller answers it

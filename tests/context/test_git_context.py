@@ -128,3 +128,44 @@ def test_worktree_and_workspace_in_subdirectory(repo: Path, tmp_path: Path) -> N
 def test_files_outside_the_repository_are_skipped(repo: Path) -> None:
     ctx = git_context(repo, ["../elsewhere.py", "calc.py"])
     assert [f.path for f in ctx.files] == ["calc.py"]
+
+
+def test_a_buffer_edit_that_moves_the_failing_line_asks_git_nothing_and_blames_it_where_it_is(repo: Path) -> None:
+    # The language server's cache keys the line history on HEAD's line numbers, not the buffer's.
+    from qwen_lsp.context.git_context import GitCache
+
+    cache = GitCache()
+    disk = (repo / "calc.py").read_text()
+    first = git_context(repo, ["calc.py"], {"calc.py": [6]}, cache=cache, read_file=lambda rel: None)
+    (b,) = first.files[0].blame
+    assert (b.line, b.summary) == (6, "Guard mean against empty input")
+
+    buffer = "import math\n\n" + disk.replace("return a + b", "return a - b")  # unsaved: two lines on top, one changed
+    calls: list[tuple[str, ...]] = []
+    real_git = __import__("qwen_lsp.context.git_context", fromlist=["_git"])._git
+    import qwen_lsp.context.git_context as gc
+
+    def counting(repo_, *args: str) -> str | None:
+        calls.append(args)
+        return real_git(repo_, *args)
+
+    gc._git = counting
+    try:
+        moved = git_context(repo, ["calc.py"], {"calc.py": [4, 8]}, cache=cache,
+                            read_file=lambda rel: buffer if rel == "calc.py" else None)
+    finally:
+        gc._git = real_git
+    assert not [a for a in calls if a[0] in ("log", "blame")]  # line 8 is HEAD's line 6: cached
+    blame = {x.line: x for x in moved.files[0].blame}
+    assert blame[8].summary == "Guard mean against empty input" and blame[8].text == "    return sum(xs) / len(xs or [1])"
+    assert blame[4].commit == "uncommitted" and blame[4].text == "    return a - b"
+    assert [c.subject for c in moved.files[0].commits] == ["Guard mean against empty input", "Initial calc"]
+
+
+def test_buffer_lines_map_to_heads_through_edits_above_below_and_in_between() -> None:
+    from qwen_lsp.context.headlines import to_head
+
+    head = [f"line {i}" for i in range(1, 11)]
+    buffer = ["new top", *head[:4], "changed", *head[5:8], "added", *head[8:]]
+    assert to_head(buffer, head, [1, 2, 5, 6, 7, 10, 11, 12]) == {2: 1, 5: 4, 7: 6, 11: 9, 12: 10}
+    assert to_head(head, head, [3]) == {3: 3}

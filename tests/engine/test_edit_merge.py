@@ -255,3 +255,62 @@ def test_an_elision_before_a_closing_brace_the_deleted_lines_end_with_too_is_ref
     new = "  toString_v2(): string {\n    return this.href;\n  // ... existing code ...\n}\n"
     with pytest.raises(EditError, match="next to a `...`"):
         apply_edit(text, old, new)
+
+
+# --- one line of the copy indented wrongly (bench/edit_corpus.py: indent_noise) ------------------
+
+INTROSPECTION = '''\
+field_size_re = _lazy_re_compile(r"^\\s*(?:var)?char\\s*\\(\\s*(\\d+)\\s*\\)\\s*$")
+
+
+def get_field_size(name):
+    """Extract the size number from a "varchar(11)" type name."""
+    m = field_size_re.search(name)
+    return int(m[1]) if m else None
+'''
+
+
+@pytest.mark.parametrize("wrong", ["     m = field_size_re.search(name)", "   m = field_size_re.search(name)",
+                                   "\t m = field_size_re.search(name)"])
+def test_a_line_copied_a_column_off_and_set_right_in_new_string_keeps_the_files_indentation(wrong: str) -> None:
+    # The last wrong edit of the outside corpus: a typo, the `m =` line a column off in old_string only;
+    # read relative to that line, new_string's `m =` went to column 0 inside the function.
+    old = f'def get_field_szie(name):\n    """Extract the size number from a "varchar(11)" type name."""\n{wrong}\n'
+    new = ('def get_field_szie(name):\n    """Extract the size number from a "varchar(11)" type name (or None)."""\n'
+           "    m = field_size_re.search(name)\n")
+    outcome = apply_edit(INTROSPECTION, old, new)
+    assert outcome.text == INTROSPECTION.replace("type name.", "type name (or None).")
+
+
+@pytest.mark.parametrize("where", ["first", "last"])
+def test_an_edge_line_copied_a_column_off_does_not_move_the_new_lines(where: str) -> None:
+    lines = ['    """Extract the size number from a "varchar(11)" type name."""', "    m = field_size_re.search(name)",
+             "    return int(m[1]) if m else None"]
+    old_lines = list(lines)
+    if where == "first":
+        old_lines[0] = " " + lines[0]
+    else:
+        old_lines[2] = lines[2][1:]
+    new = "    m = field_size_re.search(name)\n    if m is None:\n        return None\n    return int(m[1])\n"
+    outcome = apply_edit(INTROSPECTION, "\n".join(old_lines) + "\n", old_lines[0] + "\n" + new)
+    assert outcome.text == INTROSPECTION.replace(
+        "    return int(m[1]) if m else None\n", "    if m is None:\n        return None\n    return int(m[1])\n")
+
+
+def test_a_column_off_is_not_taken_for_a_copy_with_another_indent_step() -> None:
+    # 0 -> 0 and 1 -> 2 fit "twice the copy's widths" too; that would put the corrected line at 4.
+    text = 'describe("fix", () => {\n  beforeEach(() => fake.reset());\n  it("runs", run);\n});\n'
+    old = 'describe("fix", () => {\n beforeEach(() => fake.reset());\n  it("runs", run);\n});\n'
+    new = 'describe("fix", () => {\nsetUp();\n  beforeEach(() => fake.reset());\n  it("runs", run);\n});\n'
+    outcome = apply_edit(text, old, new)
+    assert outcome.text == text.replace('{\n', '{\nsetUp();\n', 1)
+
+
+def test_a_line_a_column_off_in_both_strings_and_moved_off_the_files_levels_is_refused() -> None:
+    # Read through the other lines, new_string's line would land at column 9: not a level of the file.
+    old = '    """Extract the size number from a "varchar(11)" type name."""\n     m = field_size_re.search(name)\n' \
+          "    return int(m[1]) if m else None\n"
+    new = '    """Extract the size number from a "varchar(11)" type name."""\n    if name:\n' \
+          "         m = field_size_re.search(name)\n    return int(m[1]) if m else None\n"
+    with pytest.raises(EditError, match="indent"):
+        apply_edit(INTROSPECTION, old, new)

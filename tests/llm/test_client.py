@@ -149,3 +149,12 @@ async def test_session_id_is_sent_for_affinity_routers(vllm):
     await client_for(vllm, session_id="fix-42").complete(MESSAGES, thinking=False, max_tokens=5)
     request = [r for r in vllm.requests if r.path.endswith("/chat/completions")][0]
     assert request.headers["x-session-id"] == "fix-42" and request.body["user"] == "fix-42"
+
+
+async def test_an_http_server_gets_a_client_that_never_speaks_tls_and_https_keeps_verified_certificates():
+    from qwen_lsp.llm.client import _plain_http_client
+
+    plain = _plain_http_client("http://127.0.0.1:8000/v1")
+    assert plain is not None and plain.follow_redirects is False  # a redirect to https:// is never followed
+    await plain.aclose()
+    assert _plain_http_client("https://models.example.com/v1") is None  # the SDK's client, CA bundle and all

@@ -85,3 +85,26 @@ async def test_a_buffer_edited_after_its_prompt_was_prefetched_reaches_the_fix_a
     await lsp.code_action_resolve_async(fix)
     repo_map = _map_section(vllm.chat_requests()[0])
     assert "    2│def add(a, b):" in repo_map  # moved down a line by the edit; the prefetched map said 1
+
+
+async def test_a_terminal_failure_is_assembled_at_once_and_a_cursor_move_does_not_cancel_it(lsp, vllm, project):
+    await _first_fix_request(lsp, vllm, project)  # the server has met the model server: prefetching is on
+    vllm.requests.clear()
+    test_uri = file_uri(project, "test_calc.py")
+    del lsp.diagnostics[test_uri]
+    # The command fails again; right away the cursor moves over another diagnostic (listings debounce
+    # and supersede each other, but not the failure the terminal just published).
+    terminal_output(lsp, PYTEST, 1, PYTEST_OUTPUT.replace("0.01s", "0.02s"), project)
+    published = await wait_until(lambda: lsp.diagnostics.get(test_uri), what="the second run's diagnostic")
+    other = types.Diagnostic(range=types.Range(types.Position(0, 0), types.Position(0, 4)), message="unused import",
+                             source="pyright")
+    await code_actions(lsp, test_uri, [other])
+    await asyncio.sleep(1.5)  # the background assembly has long finished
+    # Changed on disk behind the server's back (no watcher event): only an assembly made before this
+    # change, when the failure was published, can show the file without the line.
+    (project / "test_calc.py").write_text((project / "test_calc.py").read_text() + "# written after the prefetch\n")
+    fix = next(a for a in await code_actions(lsp, test_uri, list(published)) if a.kind == types.CodeActionKind.QuickFix)
+    vllm.script(Reply(content=json.dumps(PLAN)), Reply(tool_calls=[("finish", {"summary": "nothing"})]))
+    await lsp.code_action_resolve_async(fix)
+    user = next(m["content"] for m in vllm.chat_requests()[0]["messages"] if m["role"] == "user")
+    assert "assert add(2, 3) == 5" in user and "written after the prefetch" not in user
