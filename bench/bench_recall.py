@@ -1,0 +1,279 @@
+"""Does the thinking plan's prompt contain the code that has to change? (issue 24)
+
+The corpus (bench/recall/manifest.json, made by bench/recall/build.py) holds single-line mutations
+of real pure-Python packages, each with a real test of the package failing because of it, and the
+mutated function's distance from the test: a traceback "frame", a "direct" callee of the test
+function, or "deep" (two or more calls down). Each case is run in three git repositories:
+
+    uncommitted  the mutation is an edit in the working tree
+    latest       the mutation is the latest commit
+    old          the mutation's commit is followed by four commits touching other files
+
+In each, qfix runs as a user runs it, `qfix --json --dry-run -- python -m pytest -x TEST`, against
+the vLLM test double (in this process; it answers the plan and then `finish`, so nothing changes).
+The FIRST request qfix sends (the thinking plan's prompt) is scored: found when it shows the mutated
+function's code around the mutated line (bench/recall/score.py says exactly when), and its tokens are
+counted (system + user messages + tool schemas, qwen_lsp.llm.tokens.count_tokens).
+
+    .venv/bin/python bench/bench_recall.py                       # the whole corpus, this checkout's qfix
+    .venv/bin/python bench/bench_recall.py --python /work/wt/other/.venv/bin/python --save after.json
+    .venv/bin/python bench/bench_recall.py --limit 16 --variants uncommitted
+
+Sdists, the packages' test venv and the repositories live in ~/.cache/qwen-lsp-bench/recall
+($RECALL_CACHE). Figures only, no pass/fail. Goals (issue 24): >= 95% uncommitted and latest,
+>= 75% old, callee cases (direct + deep) >= 70% in every variant, median prompt <= 12k tokens.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench" / "recall"))
+
+from build import CACHE, MANIFEST, Package, bench_python, source  # noqa: E402
+from figures import figure  # noqa: E402
+from mutate import Mutation, apply  # noqa: E402
+from score import code_lines, shown  # noqa: E402
+
+from qwen_lsp.llm.tokens import count_tokens  # noqa: E402
+from tests.vllm_double import Reply, VLLMDouble  # noqa: E402
+
+VARIANTS = ("uncommitted", "latest", "old")
+DISTANCES = ("frame", "direct", "deep")
+PLAN = {"hypotheses": ["bench"], "evidence": [], "steps": ["none"], "verify_command": None}
+GIT_ENV = {"GIT_AUTHOR_NAME": "Dev", "GIT_AUTHOR_EMAIL": "dev@example.com", "GIT_COMMITTER_NAME": "Dev",
+           "GIT_COMMITTER_EMAIL": "dev@example.com", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_SYSTEM": "/dev/null"}
+
+
+def git(repo: Path, *args: str, date: int = 0) -> str:
+    stamp = f"{1_700_000_000 + date * 3600} +0000"
+    env = {**os.environ, **GIT_ENV, "GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp}
+    return subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True).stdout
+
+
+def base_repo(case: dict) -> Path:
+    """The package's pristine sdist as one commit (made once, cloned per case)."""
+    pkg = Package(case["package"], case["version"], "", ())
+    repo = CACHE / "repos" / pkg.dirname
+    if not (repo / ".git").is_dir():
+        shutil.rmtree(repo, ignore_errors=True)
+        shutil.copytree(source(pkg), repo)
+        git(repo, "init", "-q", "-b", "main")
+        git(repo, "add", "-A")
+        git(repo, "commit", "-qm", f"Import {pkg.dirname}", date=0)
+    return repo
+
+
+def others(repo: Path, case: dict, n: int) -> list[str]:
+    """`n` other library files of the package (not the mutated one), deterministically."""
+    lib = Path(case["file"]).parent
+    files = sorted(p.relative_to(repo).as_posix() for p in (repo / lib).glob("*.py")
+                   if p.relative_to(repo).as_posix() != case["file"] and p.stat().st_size > 0)
+    files += sorted(p.name for p in repo.glob("*.rst")) + sorted(p.name for p in repo.glob("*.md"))
+    return [files[(i * 7 + len(case["function"])) % len(files)] for i in range(n)] if files else []
+
+
+def make_variant(case: dict, variant: str, dest: Path) -> Path:
+    """A clone of the package with the case's mutation as `variant` says."""
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["git", "clone", "-q", str(base_repo(case)), str(dest)], check=True, capture_output=True)
+    (dest / ".git" / "info" / "exclude").write_text("__pycache__/\n.pytest_cache/\n*.egg-info/\n")
+    path = dest / case["file"]
+    path.write_text(apply(path.read_text(encoding="utf-8"), mutation(case)), encoding="utf-8")
+    if variant == "uncommitted":
+        return dest
+    git(dest, "commit", "-qam", f"Update {Path(case['file']).name}", date=1)
+    if variant == "old":
+        for i, other in enumerate(dict.fromkeys(others(dest, case, 4)), start=2):
+            target = dest / other
+            comment = "\n.. revised\n" if other.endswith(".rst") else "\n<!-- revised -->\n" if other.endswith(".md") else "\n# revised\n"
+            target.write_text(target.read_text(encoding="utf-8") + comment, encoding="utf-8")
+            git(dest, "commit", "-qam", f"Tidy {Path(other).name}", date=i)
+    return dest
+
+
+def mutation(case: dict) -> Mutation:
+    from mutate import Function
+
+    fn = Function(case["function"], case["def_line"], case["def_line"], case["end_line"])
+    return Mutation(fn, case["line"], case["original"], case["mutated"], case["operator"])
+
+
+def responder(body: dict[str, Any]) -> Reply:
+    """Harmless answers: a plan, then `finish` (qfix ends with "no fix found", changing nothing)."""
+    if (body.get("chat_template_kwargs") or {}).get("enable_thinking", True):
+        return Reply(reasoning="bench", content=json.dumps(PLAN))
+    return Reply(tool_calls=[("finish", {"summary": "bench: no change"})])
+
+
+def qfix_caches(python: str) -> Path:
+    """qfix's cache dirs for one interpreter (emptied when a bench run starts: no plan of an earlier run)."""
+    return CACHE / "qfix-cache" / hashlib.sha256(python.encode()).hexdigest()[:12]
+
+
+def run_qfix(python: str, repo: Path, case: dict, double: VLLMDouble, timeout: float,
+             prompts: Path | None = None, variant: str = "") -> dict[str, Any]:
+    command = ["python", "-m", "pytest", "-x", case["test"]]
+    # One cache per package, variant and qfix, as a user's warm cache: never a plan cached for the same
+    # files (each case of a package changes a different line; each variant of a case gets its own cache).
+    qfix_cache = qfix_caches(python) / f"{case['package']}-{variant}"
+    with tempfile.TemporaryDirectory(prefix="recall-qfix-") as tmp:
+        env = {
+            "PATH": f"{bench_python().parent}{os.pathsep}/usr/local/bin:/usr/bin:/bin",
+            "HOME": tmp, "TERM": "xterm-256color", "LANG": "C.UTF-8",
+            "QWEN_LSP_BASE_URL": double.base_url, "QWEN_LSP_CACHE_DIR": str(qfix_cache),
+            "QWEN_LSP_MAX_RETRIES": "0", "QFIX_STATE_DIR": f"{tmp}/state", "QFIX_TMUX_CAPTURE": "0",
+            # the package's own import path, for the test command; qfix's interpreter ignores it (-E)
+            "PYTHONPATH": case["pythonpath"], "PYTHONDONTWRITEBYTECODE": "1",
+        }
+        double.reset()
+        started = time.monotonic()
+        try:
+            done = subprocess.run([python, "-E", "-m", "terminal_agent.qfix", "--json", "--dry-run", "--", *command],
+                                  cwd=repo, env=env, capture_output=True, text=True, timeout=timeout,
+                                  stdin=subprocess.DEVNULL)
+            exit_code, stderr = done.returncode, done.stderr
+        except subprocess.TimeoutExpired:
+            exit_code, stderr = None, "timeout"
+        seconds = time.monotonic() - started
+    requests = double.chat_requests()
+    result: dict[str, Any] = {"exit_code": exit_code, "seconds": round(seconds, 1), "requests": len(requests)}
+    if not requests:
+        result["error"] = (stderr or "").strip()[-500:] or "no request reached the model server"
+        return result
+    first = requests[0]
+    texts = [m.get("content") or "" for m in first["messages"] if isinstance(m.get("content"), str)]
+    prompt = "\n".join(texts)
+    if prompts is not None:
+        prompts.mkdir(parents=True, exist_ok=True)
+        (prompts / f"{case['id']}-{variant}.txt").write_text(prompt, encoding="utf-8")
+    mutant = (repo / case["file"]).read_text(encoding="utf-8")
+    result["found"] = shown(prompt, code_lines(mutant, case["def_line"], case["end_line"]), case["line"])
+    result["file_named"] = case["file"] in prompt
+    result["tokens"] = sum(count_tokens(t) for t in texts) + count_tokens(json.dumps(first.get("tools") or [], ensure_ascii=False))
+    return result
+
+
+def interleaved(cases: list[dict]) -> list[dict]:
+    """Round-robin over packages, so --limit N samples every package."""
+    by: dict[str, list[dict]] = {}
+    for c in cases:
+        by.setdefault(c["package"], []).append(c)
+    out = []
+    while any(by.values()):
+        for name in sorted(by):
+            if by[name]:
+                out.append(by[name].pop(0))
+    return out
+
+
+def pct(found: int, total: int) -> str:
+    return f"{found}/{total} ({100 * found / total:.0f}%)" if total else "-"
+
+
+def percentile(values: list[int], q: float) -> int:
+    s = sorted(values)
+    return s[min(len(s) - 1, int(round(q * (len(s) - 1))))] if s else 0
+
+
+def report(results: list[dict], variants: list[str]) -> None:
+    for variant in variants:
+        rows = [r for r in results if r["variant"] == variant]
+        if not rows:
+            continue
+        found = [r for r in rows if r.get("found")]
+        tokens = [r["tokens"] for r in rows if "tokens" in r]
+        errors = [r for r in rows if "error" in r]
+        print(f"\n== {variant}: recall {pct(len(found), len(rows))}   prompt tokens median "
+              f"{statistics.median(tokens) if tokens else 0:.0f}, p90 {percentile(tokens, 0.9)}"
+              + (f"   ({len(errors)} runs sent no request)" if errors else ""))
+        figure(f"{variant} recall", 100 * len(found) / len(rows), "%")
+        figure(f"{variant} median prompt", statistics.median(tokens) if tokens else 0, "tokens")
+        by_distance = "   ".join(
+            f"{d} {pct(sum(1 for r in rows if r['distance'] == d and r.get('found')), sum(1 for r in rows if r['distance'] == d))}"
+            for d in DISTANCES)
+        callee = [r for r in rows if r["distance"] != "frame"]
+        print(f"   by distance: {by_distance}   callee (direct+deep) "
+              f"{pct(sum(1 for r in callee if r.get('found')), len(callee))}")
+        named = sum(1 for r in rows if r.get("file_named"))
+        print(f"   file path named in the prompt: {pct(named, len(rows))}")
+        packages = sorted({r["package"] for r in rows})
+        print("   per package: " + "   ".join(
+            f"{p} {sum(1 for r in rows if r['package'] == p and r.get('found'))}/{sum(1 for r in rows if r['package'] == p)}"
+            for p in packages))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--python", default=sys.executable, help="the interpreter whose terminal_agent.qfix runs "
+                    "(another checkout's venv: /path/.venv/bin/python); default: this one")
+    ap.add_argument("--manifest", type=Path, default=MANIFEST)
+    ap.add_argument("--limit", type=int, help="only the first N cases (taken round-robin over packages)")
+    ap.add_argument("--cases", nargs="*", help="only these case ids")
+    ap.add_argument("--variants", nargs="*", choices=VARIANTS, default=list(VARIANTS))
+    ap.add_argument("--jobs", type=int, default=1, help="qfix runs at once (the machine is shared: keep it low)")
+    ap.add_argument("--timeout", type=float, default=300, help="seconds per qfix run")
+    ap.add_argument("--save", type=Path, help="write every run's result here (JSON)")
+    ap.add_argument("--prompts", type=Path, help="keep each first request's text in this directory")
+    args = ap.parse_args(argv)
+
+    cases = interleaved(json.loads(args.manifest.read_text())["cases"])
+    if args.cases:
+        cases = [c for c in cases if c["id"] in args.cases]
+    if args.limit:
+        cases = cases[: args.limit]
+    jobs = [(c, v) for c in cases for v in args.variants]
+    print(f"{len(cases)} cases x {len(args.variants)} variants, qfix of {args.python}", flush=True)
+
+    local = threading.local()
+    doubles: list[VLLMDouble] = []
+    lock = threading.Lock()
+
+    def one(job: tuple[dict, str]) -> dict[str, Any]:
+        case, variant = job
+        if not hasattr(local, "double"):
+            local.double = VLLMDouble().start()
+            local.double.responder = responder
+            with lock:
+                doubles.append(local.double)
+        repo = make_variant(case, variant, CACHE / "runs" / f"{threading.get_ident()}" / "repo")
+        result = run_qfix(args.python, repo, case, local.double, args.timeout, args.prompts, variant)
+        row = {"id": case["id"], "package": case["package"], "distance": case["distance"], "variant": variant, **result}
+        mark = "✓" if row.get("found") else "✗"
+        print(f"{mark} {case['id']:<20} {variant:<11} {case['distance']:<6} {row.get('tokens', '-'):>6} tok "
+              f"{row['seconds']:>5}s" + (f"  {row['error'][:120]!r}" if "error" in row else ""), flush=True)
+        return row
+
+    bench_python()
+    shutil.rmtree(qfix_caches(args.python), ignore_errors=True)
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+            results = list(pool.map(one, jobs))
+    finally:
+        for d in doubles:
+            d.stop()
+    report(results, args.variants)
+    if args.save:
+        args.save.write_text(json.dumps({"python": args.python, "manifest": str(args.manifest),
+                                         "results": results}, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
