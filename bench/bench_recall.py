@@ -231,7 +231,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=300, help="seconds per qfix run")
     ap.add_argument("--save", type=Path, help="write every run's result here (JSON)")
     ap.add_argument("--prompts", type=Path, help="keep each first request's text in this directory")
+    ap.add_argument("--report", type=Path, nargs="+", metavar="SAVED",
+                    help="run nothing: print the figures of earlier --save files together (a later run of a case wins)")
     args = ap.parse_args(argv)
+    if args.report:
+        merged: dict[tuple[str, str], dict] = {}
+        for saved in args.report:
+            for row in json.loads(saved.read_text())["results"]:
+                merged[(row["id"], row["variant"])] = row
+        ids = {c["id"] for c in json.loads(args.manifest.read_text())["cases"]}
+        rows = [r for r in merged.values() if r["id"] in ids]
+        print(f"{len({r['id'] for r in rows})} cases of {args.manifest} in {len(args.report)} saved run(s)")
+        report(rows, [v for v in VARIANTS if v in args.variants])
+        return 0
 
     cases = interleaved(json.loads(args.manifest.read_text())["cases"])
     if args.cases:

@@ -214,6 +214,12 @@ def build_package(pkg: Package, rng: random.Random, per_package: int, max_frame:
     return cases
 
 
+def write(seed: int, cases: list[dict]) -> None:
+    manifest = {"seed": seed, "test_deps": TEST_DEPS, "packages": [asdict(p) for p in PACKAGES],
+                "cases": sorted(cases, key=lambda c: c["id"])}
+    MANIFEST.write_text(json.dumps(manifest, indent=1) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seed", type=int, default=24)
@@ -230,10 +236,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{pkg.dirname}:", flush=True)
         cases += build_package(pkg, random.Random(f"{args.seed}-{pkg.name}"), args.per_package, args.max_frame,
                                args.budget)
-    cases.sort(key=lambda c: c["id"])
-    manifest = {"seed": args.seed, "test_deps": TEST_DEPS,
-                "packages": [asdict(p) for p in PACKAGES], "cases": cases}
-    MANIFEST.write_text(json.dumps(manifest, indent=1) + "\n")
+        write(args.seed, cases)  # after each package: an interrupted build keeps what it found
     by = {d: sum(c["distance"] == d for c in cases) for d in ("frame", "direct", "deep")}
     print(f"{len(cases)} cases {by} -> {MANIFEST}")
     return 0
