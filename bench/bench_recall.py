@@ -11,6 +11,10 @@ function, or "deep" (two or more calls down). Each case is run in three git repo
 
 In each, qfix runs as a user runs it, `qfix --json --dry-run -- python -m pytest -x TEST`, against
 the vLLM test double (in this process; it answers the plan and then `finish`, so nothing changes).
+By default qfix's main() gets that argv and environment in one long-lived process of the checkout
+under test (bench/recall/driver.py; each run in its own repository directory), since importing the
+engine is most of a run on a shared machine; `--fresh-process` starts `python -m terminal_agent.qfix`
+per run instead.
 The FIRST request qfix sends (the thinking plan's prompt) is scored: found when it shows the mutated
 function's code around the mutated line (bench/recall/score.py says exactly when), and its tokens are
 counted (system + user messages + tool schemas, qwen_lsp.llm.tokens.count_tokens).
@@ -30,6 +34,7 @@ import argparse
 import hashlib
 import json
 import os
+import select
 import shutil
 import statistics
 import subprocess
@@ -66,17 +71,25 @@ def git(repo: Path, *args: str, date: int = 0) -> str:
     return subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True).stdout
 
 
+_BASE_LOCK = threading.Lock()
+
+
 def base_repo(case: dict) -> Path:
     """The package's pristine sdist as one commit (made once, cloned per case)."""
     pkg = Package(case["package"], case["version"], "", ())
     repo = CACHE / "repos" / pkg.dirname
-    if not (repo / ".git").is_dir():
-        shutil.rmtree(repo, ignore_errors=True)
-        shutil.copytree(source(pkg), repo)
-        git(repo, "init", "-q", "-b", "main")
-        git(repo, "add", "-A")
-        git(repo, "commit", "-qm", f"Import {pkg.dirname}", date=0)
+    with _BASE_LOCK:
+        if not (repo / ".git" / "refs" / "heads" / "main").exists():
+            _import(source(pkg), repo, pkg.dirname)
     return repo
+
+
+def _import(tree: Path, repo: Path, name: str) -> None:
+    shutil.rmtree(repo, ignore_errors=True)
+    shutil.copytree(tree, repo)
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", f"Import {name}", date=0)
 
 
 def others(repo: Path, case: dict, n: int) -> list[str]:
@@ -127,9 +140,53 @@ def qfix_caches(python: str) -> Path:
     return CACHE / "qfix-cache" / hashlib.sha256(python.encode()).hexdigest()[:12]
 
 
+class Driver:
+    """One long-lived process of the checkout under test running qfix's main() per job (recall/driver.py)."""
+
+    def __init__(self, python: str, log: Path) -> None:
+        self.python, self.log = python, log
+        self.proc: subprocess.Popen[str] | None = None
+
+    def start(self) -> None:
+        self.done_r, done_w = os.pipe()
+        out = open(self.log, "a", encoding="utf-8")  # noqa: SIM115 - the child holds it
+        self.proc = subprocess.Popen([self.python, str(ROOT / "bench" / "recall" / "driver.py"), str(done_w)],
+                                     stdin=subprocess.PIPE, stdout=out, stderr=out, text=True, pass_fds=(done_w,),
+                                     cwd="/")
+        os.close(done_w)
+        out.close()
+
+    def run(self, cwd: Path, env: dict[str, str], argv: list[str], timeout: float) -> int | None:
+        if self.proc is None or self.proc.poll() is not None:
+            self.start()
+        assert self.proc is not None and self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps({"cwd": str(cwd), "env": env, "argv": argv}) + "\n")
+        self.proc.stdin.flush()
+        line = b""
+        deadline = time.monotonic() + timeout
+        while not line.endswith(b"\n"):
+            ready, _, _ = select.select([self.done_r], [], [], max(0.0, deadline - time.monotonic()))
+            chunk = os.read(self.done_r, 64) if ready else b""
+            if not chunk:  # timed out, or the driver died (qfix exits the process when a command passes)
+                self.stop()
+                return None
+            line += chunk
+        return int(line)
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            os.close(self.done_r)
+            self.proc = None
+
+
 def run_qfix(python: str, repo: Path, case: dict, double: VLLMDouble, timeout: float,
-             prompts: Path | None = None, variant: str = "") -> dict[str, Any]:
+             prompts: Path | None = None, variant: str = "", driver: Driver | None = None) -> dict[str, Any]:
+    """qfix --json --dry-run -- python -m pytest -x TEST in `repo`, as a user runs it: a new process,
+    or (`driver`) qfix's main() with the same argv and environment in a long-lived one."""
     command = ["python", "-m", "pytest", "-x", case["test"]]
+    argv = ["--json", "--dry-run", "--", *command]
     # One cache per package, variant and qfix, as a user's warm cache: never a plan cached for the same
     # files (each case of a package changes a different line; each variant of a case gets its own cache).
     qfix_cache = qfix_caches(python) / f"{case['package']}-{variant}"
@@ -139,18 +196,21 @@ def run_qfix(python: str, repo: Path, case: dict, double: VLLMDouble, timeout: f
             "HOME": tmp, "TERM": "xterm-256color", "LANG": "C.UTF-8",
             "QWEN_LSP_BASE_URL": double.base_url, "QWEN_LSP_CACHE_DIR": str(qfix_cache),
             "QWEN_LSP_MAX_RETRIES": "0", "QFIX_STATE_DIR": f"{tmp}/state", "QFIX_TMUX_CAPTURE": "0",
-            # the package's own import path, for the test command; qfix's interpreter ignores it (-E)
+            # the package's own import path, for the test command (a new qfix process ignores it: -E)
             "PYTHONPATH": case["pythonpath"], "PYTHONDONTWRITEBYTECODE": "1",
         }
         double.reset()
         started = time.monotonic()
-        try:
-            done = subprocess.run([python, "-E", "-m", "terminal_agent.qfix", "--json", "--dry-run", "--", *command],
-                                  cwd=repo, env=env, capture_output=True, text=True, timeout=timeout,
-                                  stdin=subprocess.DEVNULL)
-            exit_code, stderr = done.returncode, done.stderr
-        except subprocess.TimeoutExpired:
-            exit_code, stderr = None, "timeout"
+        stderr = ""
+        if driver is not None:
+            exit_code = driver.run(repo, env, argv, timeout)
+        else:
+            try:
+                done = subprocess.run([python, "-E", "-m", "terminal_agent.qfix", *argv], cwd=repo, env=env,
+                                      capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+                exit_code, stderr = done.returncode, done.stderr
+            except subprocess.TimeoutExpired:
+                exit_code, stderr = None, "timeout"
         seconds = time.monotonic() - started
     requests = double.chat_requests()
     result: dict[str, Any] = {"exit_code": exit_code, "seconds": round(seconds, 1), "requests": len(requests)}
@@ -229,32 +289,36 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--variants", nargs="*", choices=VARIANTS, default=list(VARIANTS))
     ap.add_argument("--jobs", type=int, default=1, help="qfix runs at once (the machine is shared: keep it low)")
     ap.add_argument("--timeout", type=float, default=300, help="seconds per qfix run")
+    ap.add_argument("--fresh-process", action="store_true", help="a new qfix process per run (slower: it "
+                    "imports the engine each time) instead of qfix's main() in one long-lived process")
     ap.add_argument("--save", type=Path, help="write every run's result here (JSON)")
     ap.add_argument("--prompts", type=Path, help="keep each first request's text in this directory")
     ap.add_argument("--report", type=Path, nargs="+", metavar="SAVED",
-                    help="run nothing: print the figures of earlier --save files together (a later run of a case wins)")
+                    help="run nothing: print the figures of earlier --save files together, for the cases --limit/--cases select "
+                    "(a later run of a case wins)")
     args = ap.parse_args(argv)
-    if args.report:
-        merged: dict[tuple[str, str], dict] = {}
-        for saved in args.report:
-            for row in json.loads(saved.read_text())["results"]:
-                merged[(row["id"], row["variant"])] = row
-        ids = {c["id"] for c in json.loads(args.manifest.read_text())["cases"]}
-        rows = [r for r in merged.values() if r["id"] in ids]
-        print(f"{len({r['id'] for r in rows})} cases of {args.manifest} in {len(args.report)} saved run(s)")
-        report(rows, [v for v in VARIANTS if v in args.variants])
-        return 0
-
     cases = interleaved(json.loads(args.manifest.read_text())["cases"])
     if args.cases:
         cases = [c for c in cases if c["id"] in args.cases]
     if args.limit:
         cases = cases[: args.limit]
+    if args.report:
+        merged: dict[tuple[str, str], dict] = {}
+        for saved in args.report:
+            for row in json.loads(saved.read_text())["results"]:
+                merged[(row["id"], row["variant"])] = row
+        ids = {c["id"] for c in cases}
+        rows = [r for r in merged.values() if r["id"] in ids]
+        print(f"{len({r['id'] for r in rows})} cases of {args.manifest} in {len(args.report)} saved run(s)")
+        report(rows, [v for v in VARIANTS if v in args.variants])
+        return 0
+
     jobs = [(c, v) for c in cases for v in args.variants]
     print(f"{len(cases)} cases x {len(args.variants)} variants, qfix of {args.python}", flush=True)
 
     local = threading.local()
     doubles: list[VLLMDouble] = []
+    drivers: list[Driver | None] = []
     lock = threading.Lock()
 
     def one(job: tuple[dict, str]) -> dict[str, Any]:
@@ -264,8 +328,16 @@ def main(argv: list[str] | None = None) -> int:
             local.double.responder = responder
             with lock:
                 doubles.append(local.double)
-        repo = make_variant(case, variant, CACHE / "runs" / f"{threading.get_ident()}" / "repo")
-        result = run_qfix(args.python, repo, case, local.double, args.timeout, args.prompts, variant)
+        if not hasattr(local, "driver"):
+            local.driver = None if args.fresh_process else Driver(args.python, CACHE / "driver.log")
+            with lock:
+                drivers.append(local.driver)
+        # a directory of its own per run, named without the variant (the path is in the prompt)
+        repo = make_variant(case, variant, CACHE / "runs" / f"{case['id']}.{VARIANTS.index(variant)}" / case["package"])
+        try:
+            result = run_qfix(args.python, repo, case, local.double, args.timeout, args.prompts, variant, local.driver)
+        finally:
+            shutil.rmtree(repo, ignore_errors=True)
         row = {"id": case["id"], "package": case["package"], "distance": case["distance"], "variant": variant, **result}
         mark = "✓" if row.get("found") else "✗"
         print(f"{mark} {case['id']:<20} {variant:<11} {case['distance']:<6} {row.get('tokens', '-'):>6} tok "
@@ -280,6 +352,9 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         for d in doubles:
             d.stop()
+        for drv in drivers:
+            if drv is not None:
+                drv.stop()
     report(results, args.variants)
     if args.save:
         args.save.write_text(json.dumps({"python": args.python, "manifest": str(args.manifest),

@@ -8,14 +8,17 @@ under probe.py (which library functions each test calls, and how many calls down
 single-line mutations (mutate.py) of functions some passing test calls are tried one by one: a
 mutation is kept when one of those tests now fails in its call phase. The distance recorded for a
 case comes from that failing run itself: "frame" when the mutated function is a frame of the
-failure's traceback, else "direct" when the test function calls it itself, else "deep" (two or
+failure's traceback (or of an exception it was chained to), else "direct" when the test function calls it itself, else "deep" (two or
 more calls down). Cases not in a frame are preferred (at most --max-frame per package), one case
-per function. Slow (minutes); the bench only needs the manifest and re-creates the rest.
+per function. Finally each case's test runs alone, unmutated (it must pass) and mutated (it must
+fail), and that run gives the case's distance (`--verify` does only this, on the manifest).
+Slow (minutes); the bench only needs the manifest and re-creates the rest.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import os
 import random
@@ -30,7 +33,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from mutate import Mutation, apply, candidates, parses  # noqa: E402
+from mutate import Mutation, apply, candidates, functions, parses  # noqa: E402
 
 CACHE = Path(os.environ.get("RECALL_CACHE", Path.home() / ".cache" / "qwen-lsp-bench" / "recall"))
 MANIFEST = HERE / "manifest.json"
@@ -192,8 +195,9 @@ def build_package(pkg: Package, rng: random.Random, per_package: int, max_frame:
             if r["when"] != "call" or r["outcome"] != "failed":
                 continue
             depth = r["calls"].get(fkey, called[fkey].get(r["nodeid"]))
-            distance = "frame" if fkey in r["frames"] else "direct" if depth == 1 else "deep"
-            failed.append((r["nodeid"], distance, depth, r["frames"]))
+            frames_all = r["frames"] + r.get("chained_frames", [])
+            distance = "frame" if fkey in frames_all else "direct" if depth == 1 else "deep"
+            failed.append((r["nodeid"], distance, depth, frames_all))
         if not failed:
             continue
         rank = {"deep": 0, "direct": 1, "frame": 2}
@@ -205,13 +209,53 @@ def build_package(pkg: Package, rng: random.Random, per_package: int, max_frame:
         cases.append({
             "id": f"{pkg.name}-{len(cases) + 1:02d}", "package": pkg.name, "version": pkg.version,
             "pythonpath": pkg.pythonpath, "file": rel, "function": m.function.qualname,
-            "def_line": m.function.def_line, "end_line": m.function.end_line, "line": m.line,
+            "def_line": m.function.def_line, "first_line": m.function.first_line, "end_line": m.function.end_line,
+            "line": m.line,
             "operator": m.operator, "original": m.original, "mutated": m.mutated, "test": nodeid,
             "distance": distance, "depth": depth, "traceback_functions": tb,
         })
         print(f"  {cases[-1]['id']}: {rel}:{m.line} {m.function.qualname} [{m.operator}] {distance} <- {nodeid}",
               flush=True)
     return cases
+
+
+def verify(cases: list[dict]) -> list[dict]:
+    """Each case once more on its own: its test passes on the pristine package and fails with the
+    mutation, and its distance is taken from that failing run (frames of chained exceptions count:
+    pytest prints them). Cases that do not hold are dropped, with a line saying why."""
+    kept = []
+    for case in cases:
+        pkg = package(case["package"])
+        tree = source(pkg)
+        work = CACHE / "work" / pkg.dirname
+        if not work.exists():
+            shutil.copytree(tree, work)
+        text = (tree / case["file"]).read_text(encoding="utf-8")
+        fn = next(f for f, _ in functions(ast.parse(text)) if f.qualname == case["function"] and f.def_line == case["def_line"])
+        m = Mutation(fn, case["line"], case["original"], case["mutated"], case["operator"])
+        fkey = key(pkg, case["file"], m)
+        path = work / case["file"]
+        path.write_text(text, encoding="utf-8")
+        before = probe(pkg, work, [case["test"]], CACHE / "probe.jsonl", timeout=120)
+        path.write_text(apply(text, m), encoding="utf-8")
+        try:
+            after = probe(pkg, work, [case["test"]], CACHE / "probe.jsonl", timeout=120)
+        finally:
+            path.write_text(text, encoding="utf-8")
+        passed = [r for r in before if r["when"] == "call" and r["outcome"] == "passed"]
+        failed = [r for r in after if r["when"] == "call" and r["outcome"] == "failed"]
+        if not passed or not failed:
+            print(f"  {case['id']}: dropped (passes unmutated: {bool(passed)}, fails mutated: {bool(failed)})")
+            continue
+        r = failed[0]
+        depth = r["calls"].get(fkey) or passed[0]["calls"].get(fkey) or case.get("depth")
+        frames = r["frames"] + r.get("chained_frames", [])
+        distance = "frame" if fkey in frames else "direct" if depth == 1 else "deep"
+        if distance != case["distance"]:
+            print(f"  {case['id']}: {case['distance']} -> {distance}")
+        kept.append({**case, "first_line": fn.first_line, "depth": depth, "distance": distance,
+                     "traceback_functions": frames})
+    return kept
 
 
 def write(seed: int, cases: list[dict]) -> None:
@@ -227,7 +271,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-frame", type=int, default=3, help="at most this many traceback-frame cases per package")
     ap.add_argument("--budget", type=float, default=420, help="seconds of mutation trials per package")
     ap.add_argument("--packages", nargs="*", help="only these (the manifest keeps the others' cases)")
+    ap.add_argument("--verify", action="store_true", help="only re-check the manifest's cases (see verify())")
     args = ap.parse_args(argv)
+    if args.verify:
+        manifest = json.loads(MANIFEST.read_text())
+        write(manifest["seed"], verify(manifest["cases"]))
+        return 0
     old = json.loads(MANIFEST.read_text()) if MANIFEST.exists() and args.packages else {"cases": []}
     cases = [c for c in old["cases"] if c["package"] not in (args.packages or [])]
     for pkg in PACKAGES:
@@ -237,6 +286,9 @@ def main(argv: list[str] | None = None) -> int:
         cases += build_package(pkg, random.Random(f"{args.seed}-{pkg.name}"), args.per_package, args.max_frame,
                                args.budget)
         write(args.seed, cases)  # after each package: an interrupted build keeps what it found
+    print("verifying each case on its own:", flush=True)
+    cases = verify(cases)
+    write(args.seed, cases)
     by = {d: sum(c["distance"] == d for c in cases) for d in ("frame", "direct", "deep")}
     print(f"{len(cases)} cases {by} -> {MANIFEST}")
     return 0

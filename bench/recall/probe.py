@@ -1,6 +1,7 @@
 """A pytest plugin the corpus builder loads (`-p probe`): for every test it records, as JSON lines in
 $RECALL_PROBE_OUT, its outcome, the library functions its body called with their call depth below
-the test function (1: called by the test function itself), and on failure the traceback's frames.
+the test function (1: called by the test function itself), and on failure the traceback's frames (and, apart, those of the exceptions it was raised from or while
+handling, which pytest prints above it).
 
 A library function is one whose file lies under $RECALL_PROBE_LIB (the package's own code, not its
 tests). Depth is counted with sys.setprofile from the test function's frame, so helpers in the
@@ -12,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import traceback
 from types import CodeType, FrameType
 from typing import Any
 
@@ -73,20 +75,30 @@ def pytest_runtest_call(item: pytest.Item):
         _calls[item.nodeid] = found
 
 
+def _cause(exc: BaseException) -> BaseException | None:
+    return exc.__cause__ or (None if exc.__suppress_context__ else exc.__context__)
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     outcome = yield
     report = outcome.get_result()
     if OUT is None or report.when != "call" and not (report.failed or report.skipped):
         return
-    frames = []
+    frames: list[str] = []
+    chained: list[str] = []
     if call.excinfo is not None:
         for entry in call.excinfo.traceback:
-            code = entry.frame.code.raw
-            key = _key(code)
+            key = _key(entry.frame.code.raw)
             if key is not None:
                 frames.append(key)
+        # pytest also prints the exceptions this one was raised from or while handling
+        exc, seen = _cause(call.excinfo.value), set()
+        while exc is not None and id(exc) not in seen:
+            seen.add(id(exc))
+            chained += [k for tb, _ in traceback.walk_tb(exc.__traceback__) if (k := _key(tb.f_code)) is not None]
+            exc = _cause(exc)
     record = {"nodeid": item.nodeid, "when": report.when, "outcome": report.outcome,
-              "calls": _calls.pop(item.nodeid, {}), "frames": frames}
+              "calls": _calls.pop(item.nodeid, {}), "frames": frames, "chained_frames": chained}
     with open(OUT, "a", encoding="utf-8") as out:
         out.write(json.dumps(record) + "\n")
