@@ -20,7 +20,7 @@ function's code around the mutated line (bench/recall/score.py says exactly when
 counted (system + user messages + tool schemas, qwen_lsp.llm.tokens.count_tokens).
 
     .venv/bin/python bench/bench_recall.py                       # the whole corpus, this checkout's qfix
-    .venv/bin/python bench/bench_recall.py --python /work/wt/other/.venv/bin/python --save after.json
+    .venv/bin/python bench/bench_recall.py --python ../other/.venv/bin/python --checkout ../other --save after.json
     .venv/bin/python bench/bench_recall.py --limit 16 --variants uncommitted
 
 Sdists, the packages' test venv and the repositories live in ~/.cache/qwen-lsp-bench/recall
@@ -143,16 +143,17 @@ def qfix_caches(python: str) -> Path:
 class Driver:
     """One long-lived process of the checkout under test running qfix's main() per job (recall/driver.py)."""
 
-    def __init__(self, python: str, log: Path) -> None:
-        self.python, self.log = python, log
+    def __init__(self, python: str, log: Path, checkout: Path | None = None) -> None:
+        self.python, self.log, self.checkout = python, log, checkout
         self.proc: subprocess.Popen[str] | None = None
 
     def start(self) -> None:
         self.done_r, done_w = os.pipe()
         out = open(self.log, "a", encoding="utf-8")  # noqa: SIM115 - the child holds it
+        env = {**os.environ, "PYTHONPATH": str(self.checkout)} if self.checkout else None
         self.proc = subprocess.Popen([self.python, str(ROOT / "bench" / "recall" / "driver.py"), str(done_w)],
                                      stdin=subprocess.PIPE, stdout=out, stderr=out, text=True, pass_fds=(done_w,),
-                                     cwd="/")
+                                     cwd="/", env=env)
         os.close(done_w)
         out.close()
 
@@ -181,8 +182,24 @@ class Driver:
             self.proc = None
 
 
+def qfix_command(python: str, checkout: Path | None) -> list[str]:
+    """A new qfix process of `python` (its own imports only: -E; the checkout's code first if given)."""
+    if checkout is None:
+        return [python, "-E", "-m", "terminal_agent.qfix"]
+    return [python, "-E", "-c", f"import sys; sys.path.insert(0, {str(checkout)!r}); "
+            "from terminal_agent.qfix import main; sys.exit(main())"]
+
+
+def code_under_test(python: str, checkout: Path | None) -> str:
+    """Where the qfix that runs imports qwen_lsp from (so a run says which code it measured)."""
+    code = "import qwen_lsp, terminal_agent; print(qwen_lsp.__file__, terminal_agent.__file__)"
+    env = {**os.environ, "PYTHONPATH": str(checkout)} if checkout else {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return subprocess.run([python, "-c", code], env=env, capture_output=True, text=True, cwd="/").stdout.strip()
+
+
 def run_qfix(python: str, repo: Path, case: dict, double: VLLMDouble, timeout: float,
-             prompts: Path | None = None, variant: str = "", driver: Driver | None = None) -> dict[str, Any]:
+             prompts: Path | None = None, variant: str = "", driver: Driver | None = None,
+             checkout: Path | None = None) -> dict[str, Any]:
     """qfix --json --dry-run -- python -m pytest -x TEST in `repo`, as a user runs it: a new process,
     or (`driver`) qfix's main() with the same argv and environment in a long-lived one."""
     command = ["python", "-m", "pytest", "-x", case["test"]]
@@ -206,7 +223,7 @@ def run_qfix(python: str, repo: Path, case: dict, double: VLLMDouble, timeout: f
             exit_code = driver.run(repo, env, argv, timeout)
         else:
             try:
-                done = subprocess.run([python, "-E", "-m", "terminal_agent.qfix", *argv], cwd=repo, env=env,
+                done = subprocess.run([*qfix_command(python, checkout), *argv], cwd=repo, env=env,
                                       capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
                 exit_code, stderr = done.returncode, done.stderr
             except subprocess.TimeoutExpired:
@@ -283,6 +300,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--python", default=sys.executable, help="the interpreter whose terminal_agent.qfix runs "
                     "(another checkout's venv: /path/.venv/bin/python); default: this one")
+    ap.add_argument("--checkout", type=Path, help="put this checkout first on qfix's path (for a venv whose "
+                    "editable install points elsewhere); the run prints where qwen_lsp was imported from")
     ap.add_argument("--manifest", type=Path, default=MANIFEST)
     ap.add_argument("--limit", type=int, help="only the first N cases (taken round-robin over packages)")
     ap.add_argument("--cases", nargs="*", help="only these case ids")
@@ -314,7 +333,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     jobs = [(c, v) for c in cases for v in args.variants]
-    print(f"{len(cases)} cases x {len(args.variants)} variants, qfix of {args.python}", flush=True)
+    print(f"{len(cases)} cases x {len(args.variants)} variants, qfix of {args.python}"
+          + (f" with {args.checkout} first on its path" if args.checkout else ""), flush=True)
+    print(f"code under test: {code_under_test(args.python, args.checkout)}", flush=True)
 
     local = threading.local()
     doubles: list[VLLMDouble] = []
@@ -329,13 +350,14 @@ def main(argv: list[str] | None = None) -> int:
             with lock:
                 doubles.append(local.double)
         if not hasattr(local, "driver"):
-            local.driver = None if args.fresh_process else Driver(args.python, CACHE / "driver.log")
+            local.driver = None if args.fresh_process else Driver(args.python, CACHE / "driver.log", args.checkout)
             with lock:
                 drivers.append(local.driver)
         # a directory of its own per run, named without the variant (the path is in the prompt)
         repo = make_variant(case, variant, CACHE / "runs" / f"{case['id']}.{VARIANTS.index(variant)}" / case["package"])
         try:
-            result = run_qfix(args.python, repo, case, local.double, args.timeout, args.prompts, variant, local.driver)
+            result = run_qfix(args.python, repo, case, local.double, args.timeout, args.prompts, variant, local.driver,
+                              args.checkout)
         finally:
             shutil.rmtree(repo, ignore_errors=True)
         row = {"id": case["id"], "package": case["package"], "distance": case["distance"], "variant": variant, **result}

@@ -275,7 +275,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.verify:
         manifest = json.loads(MANIFEST.read_text())
-        write(manifest["seed"], verify(manifest["cases"]))
+        cases = verify(manifest["cases"])
+        write(manifest["seed"], cases)
+        print(f"{len(cases)} of {len(manifest['cases'])} cases hold")
         return 0
     old = json.loads(MANIFEST.read_text()) if MANIFEST.exists() and args.packages else {"cases": []}
     cases = [c for c in old["cases"] if c["package"] not in (args.packages or [])]
