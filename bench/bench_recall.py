@@ -53,7 +53,7 @@ sys.path.insert(0, str(ROOT / "bench" / "recall"))
 from build import CACHE, MANIFEST, Package, bench_python, source  # noqa: E402
 from figures import figure  # noqa: E402
 from mutate import Mutation, apply  # noqa: E402
-from score import code_lines, shown  # noqa: E402
+from score import function_lines, shown  # noqa: E402
 
 from qwen_lsp.llm.tokens import count_tokens  # noqa: E402
 from tests.vllm_double import Reply, VLLMDouble  # noqa: E402
@@ -240,11 +240,18 @@ def run_qfix(python: str, repo: Path, case: dict, double: VLLMDouble, timeout: f
     if prompts is not None:
         prompts.mkdir(parents=True, exist_ok=True)
         (prompts / f"{case['id']}-{variant}.txt").write_text(prompt, encoding="utf-8")
-    mutant = (repo / case["file"]).read_text(encoding="utf-8")
-    result["found"] = shown(prompt, code_lines(mutant, case["def_line"], case["end_line"]), case["line"])
+    result["found"] = found(case, prompt)
     result["file_named"] = case["file"] in prompt
     result["tokens"] = sum(count_tokens(t) for t in texts) + count_tokens(json.dumps(first.get("tools") or [], ensure_ascii=False))
     return result
+
+
+def found(case: dict, prompt: str) -> bool:
+    """Does `prompt` show the case's mutated function around its mutated line? (recall/score.py)"""
+    pkg = Package(case["package"], case["version"], "", ())
+    mutant = apply((source(pkg) / case["file"]).read_text(encoding="utf-8"), mutation(case))
+    code, other = function_lines(mutant, case["def_line"], case["end_line"])
+    return shown(prompt, code, case["line"], other)
 
 
 def interleaved(cases: list[dict]) -> list[dict]:
@@ -311,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fresh-process", action="store_true", help="a new qfix process per run (slower: it "
                     "imports the engine each time) instead of qfix's main() in one long-lived process")
     ap.add_argument("--save", type=Path, help="write every run's result here (JSON)")
-    ap.add_argument("--prompts", type=Path, help="keep each first request's text in this directory")
+    ap.add_argument("--prompts", type=Path, help="keep each first request's text in this directory (with --report: score the prompts kept there again)")
     ap.add_argument("--report", type=Path, nargs="+", metavar="SAVED",
                     help="run nothing: print the figures of earlier --save files together, for the cases --limit/--cases select "
                     "(a later run of a case wins)")
@@ -328,6 +335,12 @@ def main(argv: list[str] | None = None) -> int:
                 merged[(row["id"], row["variant"])] = row
         ids = {c["id"] for c in cases}
         rows = [r for r in merged.values() if r["id"] in ids]
+        if args.prompts:  # score the kept prompts again, with today's rule
+            by_id = {c["id"]: c for c in cases}
+            for r in rows:
+                kept = args.prompts / f"{r['id']}-{r['variant']}.txt"
+                if kept.exists():
+                    r["found"] = found(by_id[r["id"]], kept.read_text(encoding="utf-8"))
         print(f"{len({r['id'] for r in rows})} cases of {args.manifest} in {len(args.report)} saved run(s)")
         report(rows, [v for v in VARIANTS if v in args.variants])
         return 0

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 
 from bench.recall.mutate import apply, candidates, parses
-from bench.recall.score import code_lines, shown
+from bench.recall.score import code_lines, function_lines, shown
 
 SOURCE = '''\
 import re
@@ -102,3 +102,12 @@ def test_a_lone_matching_line_elsewhere_is_not_found() -> None:
     # the def line and the mutated line, without the body in between, are not the function either
     prompt = "def split(self, text, limit=2):\n    ...\nif count <= limit and piece:\n"
     assert not shown(prompt, _function(MUTANT), LINE)
+
+
+def test_a_function_shown_whole_with_a_long_docstring_is_found() -> None:
+    doc = "\n".join(f"        line {i} of a long docstring" for i in range(30))
+    source = f'def stagger(iterable):\n    """Yield.\n\n{doc}\n    """\n    children = None\n\n    return zip(\n        *children\n    )\n'
+    code, other = function_lines(source, 1, source.count("\n"))
+    assert [t for _, t in code] == ["def stagger(iterable):", "children = None", "return zip(", "*children", ")"]
+    assert shown("```python\n" + source + "```\n", code, 35, other)
+    assert not shown("```python\n" + source + "```\n", code, 35)  # its 33 docstring lines are a gap otherwise

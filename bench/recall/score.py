@@ -5,8 +5,8 @@ includes the mutated line and either starts at its `def` line or is at least MIN
 (the whole function when it is shorter). Code lines are the function's non-blank lines without
 comments and docstrings, compared stripped. Prompt lines are compared stripped too, also without a
 line-number gutter (`12 | x`, `12: x`), a diff marker (`+x`, `-x`) or a blame prefix (`… | x`), and
-a run may skip up to MAX_GAP prompt lines between two of its lines (a diff's removed line, an
-elided docstring, a `...` marker). So a repo-map signature, a traceback line or a lone `return x`
+a run may skip up to MAX_GAP prompt lines between two of its lines (a diff's removed line, a
+`...` marker), besides blank lines and the function's own docstring and comment lines. So a repo-map signature, a traceback line or a lone `return x`
 somewhere does not count; the function's body around the bug, or a diff hunk of it with its
 context lines, does.
 """
@@ -24,6 +24,12 @@ _GUTTER = re.compile(r"^\s*\d+\s*[|:│]\s?(.*)$")
 def code_lines(source: str, def_line: int, end_line: int) -> list[tuple[int, str]]:
     """(line number, stripped text) of the function's code from its `def` line: no blank lines,
     comments or docstrings (its own and those of what it nests)."""
+    return function_lines(source, def_line, end_line)[0]
+
+
+def function_lines(source: str, def_line: int, end_line: int) -> tuple[list[tuple[int, str]], frozenset[str]]:
+    """code_lines(), and the stripped text of the function's other lines (docstrings, comments): a
+    prompt may show them between two code lines."""
     lines = source.splitlines()
     skip: set[int] = set()
     for node in ast.walk(ast.parse(source)):
@@ -33,11 +39,14 @@ def code_lines(source: str, def_line: int, end_line: int) -> list[tuple[int, str
                 and isinstance(body[0].value.value, str) and def_line <= body[0].lineno <= end_line:
             skip.update(range(body[0].lineno, (body[0].end_lineno or body[0].lineno) + 1))
     out = []
+    other: set[str] = set()
     for n in range(def_line, min(end_line, len(lines)) + 1):
         text = lines[n - 1].strip()
         if text and not text.startswith("#") and n not in skip:
             out.append((n, text))
-    return out
+        elif text:
+            other.add(text)
+    return out, frozenset(other)
 
 
 def forms(line: str) -> set[str]:
@@ -54,8 +63,10 @@ def forms(line: str) -> set[str]:
     return out
 
 
-def shown(prompt: str, function: list[tuple[int, str]], mutated_line: int) -> bool:
-    """Whether `prompt` shows `function` (from code_lines) around `mutated_line`, per the module rule."""
+def shown(prompt: str, function: list[tuple[int, str]], mutated_line: int, other: frozenset[str] = frozenset()) -> bool:
+    """Whether `prompt` shows `function` (from code_lines) around `mutated_line`, per the module rule.
+    Blank prompt lines, and lines showing one of the function's `other` lines (function_lines: its
+    docstrings and comments), are passed over without counting as a gap."""
     if not function:
         return False
     texts = [t for _, t in function]
@@ -69,7 +80,9 @@ def shown(prompt: str, function: list[tuple[int, str]], mutated_line: int) -> bo
     need = min(MIN_RUN, len(texts))
     # chains[i] = {j: (start j of the run, prompt index)} for runs ending at code line j on prompt line i
     ends: dict[int, dict[int, int]] = {}
-    plines = prompt.splitlines()
+    code = set(texts)
+    plines = [line for line in prompt.splitlines()
+              if (f := forms(line)) and (f & code or not f & other)]
     for i, line in enumerate(plines):
         here: dict[int, int] = {}
         for form in forms(line):
