@@ -111,3 +111,13 @@ def test_a_function_shown_whole_with_a_long_docstring_is_found() -> None:
     assert [t for _, t in code] == ["def stagger(iterable):", "children = None", "return zip(", "*children", ")"]
     assert shown("```python\n" + source + "```\n", code, 35, other)
     assert not shown("```python\n" + source + "```\n", code, 35)  # its 33 docstring lines are a gap otherwise
+
+
+def test_a_hunk_named_by_its_def_line_is_found_a_hunk_named_by_the_class_is_not() -> None:
+    source = "def total(values):\n    result = 0\n    for v in values:\n        result = result - v\n    return result\n"
+    code, other = function_lines(source, 1, 5)
+    hunk = "@@ -3,3 +3,3 @@ {}\n     for v in values:\n-        result = result + v\n+        result = result - v\n     return result\n"
+    assert shown(hunk.format("def total(values):"), code, 4, other)
+    assert not shown(hunk.format("class Totals:"), code, 4, other)
+    removed_only = "@@ -3,3 +3,3 @@ def total(values):\n-        result = result - v\n+        result = result + v\n"
+    assert not shown(removed_only, code, 4, other)  # the function as it was, not as it is

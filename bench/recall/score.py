@@ -6,9 +6,10 @@ includes the mutated line and either starts at its `def` line or is at least MIN
 comments and docstrings, compared stripped. Prompt lines are compared stripped too, also without a
 line-number gutter (`12 | x`, `12: x`), a diff marker (`+x`, `-x`) or a blame prefix (`… | x`), and
 a run may skip up to MAX_GAP prompt lines between two of its lines (a diff's removed line, a
-`...` marker), besides blank lines and the function's own docstring and comment lines. So a repo-map signature, a traceback line or a lone `return x`
-somewhere does not count; the function's body around the bug, or a diff hunk of it with its
-context lines, does.
+`...` marker), besides blank lines and the function's own docstring and comment lines. So a
+repo-map signature, a traceback line or a lone `return x` somewhere does not count; the function's
+body around the bug, or a diff hunk of it with its context lines, does; so does a diff hunk whose `@@ … @@` header is the function's `def` line (git
+names the enclosing top-level function there) and which adds or keeps the mutated line.
 """
 
 from __future__ import annotations
@@ -80,6 +81,8 @@ def shown(prompt: str, function: list[tuple[int, str]], mutated_line: int, other
     need = min(MIN_RUN, len(texts))
     # chains[i] = {j: (start j of the run, prompt index)} for runs ending at code line j on prompt line i
     ends: dict[int, dict[int, int]] = {}
+    if _in_named_hunk(prompt, texts[0], texts[m]):
+        return True
     code = set(texts)
     plines = [line for line in prompt.splitlines()
               if (f := forms(line)) and (f & code or not f & other)]
@@ -97,4 +100,20 @@ def shown(prompt: str, function: list[tuple[int, str]], mutated_line: int, other
                     return True
         if here:
             ends[i] = here
+    return False
+
+
+def _in_named_hunk(prompt: str, def_text: str, mutated: str) -> bool:
+    """A diff hunk whose `@@ … @@` header is the function's `def` line (git's function context) and
+    which adds or keeps the mutated line."""
+    named = False
+    for line in prompt.splitlines():
+        text = line.strip()
+        if text.startswith("@@"):
+            header = text.split("@@", 2)[2].strip() if text.count("@@") >= 2 else ""
+            named = bool(header) and (header == def_text or len(header) >= 20 and def_text.startswith(header))
+        elif text.startswith("diff --git") or text.startswith("```"):
+            named = False
+        elif named and not text.startswith("-") and mutated in forms(line):
+            return True
     return False
