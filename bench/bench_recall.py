@@ -136,8 +136,9 @@ def responder(body: dict[str, Any]) -> Reply:
 
 
 def qfix_caches(python: str) -> Path:
-    """qfix's cache dirs for one interpreter (emptied when a bench run starts: no plan of an earlier run)."""
-    return CACHE / "qfix-cache" / hashlib.sha256(python.encode()).hexdigest()[:12]
+    """qfix's cache dirs for one interpreter in this bench process (removed when the run ends: no plan
+    of an earlier or a concurrent run is ever reused)."""
+    return CACHE / "qfix-cache" / f"{os.getpid()}-{hashlib.sha256(python.encode()).hexdigest()[:12]}"
 
 
 class Driver:
@@ -367,7 +368,8 @@ def main(argv: list[str] | None = None) -> int:
             with lock:
                 drivers.append(local.driver)
         # a directory of its own per run, named without the variant (the path is in the prompt)
-        repo = make_variant(case, variant, CACHE / "runs" / f"{case['id']}.{VARIANTS.index(variant)}" / case["package"])
+        repo = make_variant(case, variant,
+                            CACHE / "runs" / str(os.getpid()) / f"{case['id']}.{VARIANTS.index(variant)}" / case["package"])
         try:
             result = run_qfix(args.python, repo, case, local.double, args.timeout, args.prompts, variant, local.driver,
                               args.checkout)
@@ -380,7 +382,6 @@ def main(argv: list[str] | None = None) -> int:
         return row
 
     bench_python()
-    shutil.rmtree(qfix_caches(args.python), ignore_errors=True)
     try:
         with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
             results = list(pool.map(one, jobs))
@@ -390,6 +391,8 @@ def main(argv: list[str] | None = None) -> int:
         for drv in drivers:
             if drv is not None:
                 drv.stop()
+        shutil.rmtree(qfix_caches(args.python), ignore_errors=True)
+        shutil.rmtree(CACHE / "runs" / str(os.getpid()), ignore_errors=True)
     report(results, args.variants)
     if args.save:
         args.save.write_text(json.dumps({"python": args.python, "manifest": str(args.manifest),
