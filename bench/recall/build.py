@@ -258,10 +258,10 @@ def verify(cases: list[dict]) -> list[dict]:
     return kept
 
 
-def write(seed: int, cases: list[dict]) -> None:
+def write(seed: int, cases: list[dict], out: Path = MANIFEST) -> None:
     manifest = {"seed": seed, "test_deps": TEST_DEPS, "packages": [asdict(p) for p in PACKAGES],
                 "cases": sorted(cases, key=lambda c: c["id"])}
-    MANIFEST.write_text(json.dumps(manifest, indent=1) + "\n")
+    out.write_text(json.dumps(manifest, indent=1) + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -272,14 +272,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget", type=float, default=420, help="seconds of mutation trials per package")
     ap.add_argument("--packages", nargs="*", help="only these (the manifest keeps the others' cases)")
     ap.add_argument("--verify", action="store_true", help="only re-check the manifest's cases (see verify())")
+    ap.add_argument("--out", type=Path, default=MANIFEST, help="the manifest to write (e.g. a held-out set "
+                    "with another --seed)")
     args = ap.parse_args(argv)
     if args.verify:
-        manifest = json.loads(MANIFEST.read_text())
+        manifest = json.loads(args.out.read_text())
         cases = verify(manifest["cases"])
-        write(manifest["seed"], cases)
+        write(manifest["seed"], cases, args.out)
         print(f"{len(cases)} of {len(manifest['cases'])} cases hold")
         return 0
-    old = json.loads(MANIFEST.read_text()) if MANIFEST.exists() and args.packages else {"cases": []}
+    old = json.loads(args.out.read_text()) if args.out.exists() and args.packages else {"cases": []}
     cases = [c for c in old["cases"] if c["package"] not in (args.packages or [])]
     for pkg in PACKAGES:
         if args.packages and pkg.name not in args.packages:
@@ -287,12 +289,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{pkg.dirname}:", flush=True)
         cases += build_package(pkg, random.Random(f"{args.seed}-{pkg.name}"), args.per_package, args.max_frame,
                                args.budget)
-        write(args.seed, cases)  # after each package: an interrupted build keeps what it found
+        write(args.seed, cases, args.out)  # after each package: an interrupted build keeps what it found
     print("verifying each case on its own:", flush=True)
     cases = verify(cases)
-    write(args.seed, cases)
+    write(args.seed, cases, args.out)
     by = {d: sum(c["distance"] == d for c in cases) for d in ("frame", "direct", "deep")}
-    print(f"{len(cases)} cases {by} -> {MANIFEST}")
+    print(f"{len(cases)} cases {by} -> {args.out}")
     return 0
 
 
