@@ -160,7 +160,8 @@ class _Run:
         if self.task.kind == TaskKind.explain:
             return await self._explain()
         if self.settings.strategy == "no_plan":  # patch rounds only: no plan, nothing cached
-            return self._result(*await self._patch_loop())
+            validation, summary, summary_by = await self._patch_loop()
+            return self._result(validation, summary, summary_by=summary_by)
 
         self.messages.append({"role": "user", "content": PLAN_REQUEST})
         cached = self.engine.cache.get_state(key)
