@@ -100,14 +100,6 @@ def test_the_command_line_is_a_list_with_no_network_and_a_scrubbed_environment(t
     assert jail.env["HOME"] == str(scratch.resolve() / "home")
 
 
-@pytest.fixture
-def jail():
-    status = sandbox.status()
-    if not status.available:
-        pytest.fail(f"bubblewrap is needed for these tests (scripts/test installs it): {status.detail}")
-    return status
-
-
 def detached_sleeper(tag: str) -> str:
     code = f"import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)', '{tag}'], start_new_session=True); time.sleep(600)"
     return f'{sys.executable} -c "{code}"'

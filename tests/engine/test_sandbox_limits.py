@@ -40,14 +40,6 @@ def launcher(request, monkeypatch):
     return request.param
 
 
-@pytest.fixture
-def jail():
-    status = sandbox.status()
-    if not status.available:
-        pytest.fail(f"bubblewrap is needed for these tests (scripts/test installs it): {status.detail}")
-    return status
-
-
 def workspace(tmp_path: Path) -> Overlay:
     root = tmp_path / "ws"
     root.mkdir()
