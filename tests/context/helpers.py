@@ -1,7 +1,9 @@
-"""A small multi-file project for the repo-map and live-index tests."""
+"""A small multi-file project for the repo-map and live-index tests, and git with a fixed author and date."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 
 
@@ -18,3 +20,13 @@ def make_app(root: Path) -> Path:
     write(root, "app/billing.py", "from app.models import Order\n\n\ndef invoice(o: Order):\n    return o.total()\n")
     write(root, "app/util.py", "def slugify(s):\n    return s.lower()\n")
     return root
+
+
+def git(cwd: Path, *args: str, date: str = "2024-03-01T12:00:00") -> str:
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "Ada", "GIT_AUTHOR_EMAIL": "ada@example.com", "GIT_COMMITTER_NAME": "Ada",
+        "GIT_COMMITTER_EMAIL": "ada@example.com", "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date,
+        "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1",
+    }
+    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout

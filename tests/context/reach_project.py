@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.context.helpers import write
+from tests.context.helpers import git, write
 
 UTIL = '''from functools import partial
 
@@ -80,16 +80,6 @@ def make_package(root: Path) -> Path:
 def break_it(root: Path) -> None:
     path = root / "pkg/util.py"
     path.write_text(path.read_text().replace(*BUG))
-
-
-def git(cwd: Path, *args: str, date: str = "2024-03-01T12:00:00") -> str:
-    env = {
-        **os.environ,
-        "GIT_AUTHOR_NAME": "Ada", "GIT_AUTHOR_EMAIL": "ada@example.com", "GIT_COMMITTER_NAME": "Ada",
-        "GIT_COMMITTER_EMAIL": "ada@example.com", "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date,
-        "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1",
-    }
-    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout
 
 
 def commit_all(root: Path, message: str, date: str = "2024-03-01T12:00:00") -> None:

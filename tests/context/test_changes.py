@@ -10,7 +10,8 @@ import pytest
 from qwen_lsp.context.changes import Change, Hunk, Reach, hunk_score, parse_hunks, read_changes, render_changes
 from qwen_lsp.llm.tokens import count_tokens
 from tests.context.helpers import write
-from tests.context.reach_project import break_it, commit_all, git, make_package
+from tests.context.helpers import git
+from tests.context.reach_project import break_it, commit_all, make_package
 
 REACH = Reach(files={"pkg/util.py": 0.36, "pkg/core.py": 1.0},
               spans=[("pkg/util.py", 4, 13, "normalize", 0.36), ("pkg/core.py", 17, 21, "convert", 1.0)])

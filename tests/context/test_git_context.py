@@ -2,23 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from qwen_lsp.context.git_context import git_context, render_git
-
-
-def git(cwd: Path, *args: str, date: str = "2024-03-01T12:00:00") -> str:
-    env = {
-        **os.environ,
-        "GIT_AUTHOR_NAME": "Ada", "GIT_AUTHOR_EMAIL": "ada@example.com", "GIT_COMMITTER_NAME": "Ada",
-        "GIT_COMMITTER_EMAIL": "ada@example.com", "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date,
-        "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1",
-    }
-    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout
+from tests.context.helpers import git
 
 
 def init(path: Path) -> Path:
