@@ -210,6 +210,9 @@ def run_qfix(python: str, repo: Path, case: dict, double: VLLMDouble, timeout: f
     qfix_cache = qfix_caches(python) / f"{case['package']}-{variant}"
     with tempfile.TemporaryDirectory(prefix="recall-qfix-") as tmp:
         env = {
+            # QWEN_LSP_* settings of the bench's own environment go through, for ablations
+            # (QWEN_LSP_BUDGETS__CHANGES=0: the callee walk alone); the double and cache below win.
+            **{k: v for k, v in os.environ.items() if k.startswith("QWEN_LSP_")},
             "PATH": f"{bench_python().parent}{os.pathsep}/usr/local/bin:/usr/bin:/bin",
             "HOME": tmp, "TERM": "xterm-256color", "LANG": "C.UTF-8",
             "QWEN_LSP_BASE_URL": double.base_url, "QWEN_LSP_CACHE_DIR": str(qfix_cache),
