@@ -9,6 +9,7 @@ non-thinking (`enable_thinking: false`, the card's non-thinking preset).
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 from dataclasses import dataclass
@@ -330,12 +331,17 @@ async def _collect(stream: Any, completion: Completion, progress: StreamProgress
     return completion
 
 
+# The variables httpx reads for proxies (trust_env): with one set, the SDK's own client is used.
+PROXY_VARS = ("http_proxy", "https_proxy", "all_proxy")
+
+
 def _plain_http_client(base_url: str) -> openai.DefaultAsyncHttpxClient | None:
     """For an http:// server (a local vLLM), a client that never speaks TLS: it does not follow
     redirects (one to https:// fails instead), so it needs no CA bundle, whose loading costs a
     one-shot process (qfix, qwen-review) tens of milliseconds before its first request. None (the
-    SDK's own client, certificates verified) for https://."""
-    if not base_url.lower().startswith("http://"):
+    SDK's own client, certificates verified) for https://, and whenever a proxy is configured (the
+    connection to an https:// proxy must still be verified)."""
+    if not base_url.lower().startswith("http://") or any(os.environ.get(v) or os.environ.get(v.upper()) for v in PROXY_VARS):
         return None
     return openai.DefaultAsyncHttpxClient(verify=False, follow_redirects=False)
 

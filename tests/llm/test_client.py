@@ -158,3 +158,10 @@ async def test_an_http_server_gets_a_client_that_never_speaks_tls_and_https_keep
     assert plain is not None and plain.follow_redirects is False  # a redirect to https:// is never followed
     await plain.aclose()
     assert _plain_http_client("https://models.example.com/v1") is None  # the SDK's client, CA bundle and all
+
+
+def test_with_a_proxy_configured_an_http_server_keeps_the_sdks_verifying_client(monkeypatch):
+    from qwen_lsp.llm.client import _plain_http_client
+
+    monkeypatch.setenv("HTTPS_PROXY", "https://proxy.example.com:3128")  # TLS to the proxy: verified
+    assert _plain_http_client("http://127.0.0.1:8000/v1") is None
