@@ -115,6 +115,16 @@ async def code_actions(
     return [a for a in result or [] if isinstance(a, types.CodeAction)]
 
 
+
+async def pytest_failure_fix(client: LanguageClient, project: Path) -> types.CodeAction:
+    """The calc project's failing pytest run sent as a terminal run, as an editor's terminal does; the
+    Qwen quick fix offered on the diagnostic it publishes (not yet resolved)."""
+    terminal_output(client, PYTEST, 1, PYTEST_OUTPUT, project)
+    test_uri = file_uri(project, "test_calc.py")
+    diagnostics = await wait_until(lambda: client.diagnostics.get(test_uri))
+    return next(a for a in await code_actions(client, test_uri, list(diagnostics)) if a.kind == types.CodeActionKind.QuickFix)
+
+
 FIX_REPLIES = [
     Reply(tool_calls=[("read_file", {"path": "calc.py"})]),
     Reply(tool_calls=[("edit_file", {"path": "calc.py", "old_string": "total = a - b", "new_string": "total = a + b"})]),

@@ -10,7 +10,7 @@ import json
 from lsprotocol import types
 
 from qwen_lsp.lsp.convert import file_uri
-from tests.lsp.helpers import PLAN, PYTEST, PYTEST_OUTPUT, code_actions, open_doc, terminal_output, wait_until
+from tests.lsp.helpers import PLAN, PYTEST, PYTEST_OUTPUT, code_actions, open_doc, pytest_failure_fix, terminal_output, wait_until
 from tests.vllm_double import Reply
 
 
@@ -20,10 +20,7 @@ def _map_section(request: dict) -> str:
 
 
 async def _first_fix_request(lsp, vllm, project) -> dict:
-    terminal_output(lsp, PYTEST, 1, PYTEST_OUTPUT, project)
-    test_uri = file_uri(project, "test_calc.py")
-    diagnostics = await wait_until(lambda: lsp.diagnostics.get(test_uri))
-    fix = next(a for a in await code_actions(lsp, test_uri, list(diagnostics)) if a.kind == types.CodeActionKind.QuickFix)
+    fix = await pytest_failure_fix(lsp, project)
     vllm.script(Reply(content=json.dumps(PLAN)), Reply(tool_calls=[("finish", {"summary": "nothing"})]))
     await lsp.code_action_resolve_async(fix)
     return vllm.chat_requests()[0]

@@ -13,8 +13,7 @@ from lsprotocol import types
 
 from qwen_lsp.lsp.convert import file_uri
 from tests.calc_project import make_project
-from tests.lsp.helpers import MAIN, PLAN, PYTEST, PYTEST_OUTPUT, code_actions, execute, open_doc, selection
-from tests.lsp.helpers import terminal_output, wait_until
+from tests.lsp.helpers import MAIN, PLAN, execute, open_doc, pytest_failure_fix, selection
 from tests.vllm_double import Reply
 
 TASKS = '{"version": "2.0.0", "tasks": [{"label": "x", "command": "touch x", "runOptions": {"runOn": "folderOpen"}}]}\n'
@@ -40,10 +39,7 @@ def project(tmp_path: Path) -> Path:
 
 
 async def test_the_code_action_lists_what_runs_later_and_is_never_preferred(lsp, vllm, project):
-    terminal_output(lsp, PYTEST, 1, PYTEST_OUTPUT, project)
-    test_uri = file_uri(project, "test_calc.py")
-    diagnostics = await wait_until(lambda: lsp.diagnostics.get(test_uri))
-    fix = next(a for a in await code_actions(lsp, test_uri, list(diagnostics)) if a.kind == types.CodeActionKind.QuickFix)
+    fix = await pytest_failure_fix(lsp, project)
     vllm.script(*hostile_fix())
     resolved = await lsp.code_action_resolve_async(fix)
     assert resolved.title.startswith("Fix AssertionError (⚠ runs later: .vscode/tasks.json; ✓ parses")

@@ -8,12 +8,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from lsprotocol import types
 
 from qwen_lsp.lsp.convert import file_uri
 from tests.calc_project import make_project
 from tests.hostile import path_without_bwrap
-from tests.lsp.helpers import MAIN, PLAN, PYTEST, PYTEST_OUTPUT, code_actions, terminal_output, wait_until
+from tests.lsp.helpers import MAIN, PLAN, PYTEST, pytest_failure_fix
 from tests.vllm_double import Reply
 
 
@@ -36,10 +35,7 @@ def project(tmp_path: Path) -> Path:
 
 async def test_a_fix_never_carries_a_protected_edit_and_its_title_says_how_far_it_was_checked(lsp, vllm, project, mode):
     config = (project / ".git" / "config").read_text()
-    terminal_output(lsp, PYTEST, 1, PYTEST_OUTPUT, project)
-    test_uri = file_uri(project, "test_calc.py")
-    diagnostics = await wait_until(lambda: lsp.diagnostics.get(test_uri))
-    fix = next(a for a in await code_actions(lsp, test_uri, list(diagnostics)) if a.kind == types.CodeActionKind.QuickFix)
+    fix = await pytest_failure_fix(lsp, project)
 
     vllm.script(
         Reply(reasoning="add() subtracts", content=json.dumps(PLAN)),
