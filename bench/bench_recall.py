@@ -217,6 +217,7 @@ def run_qfix(python: str, repo: Path, case: dict, double: VLLMDouble, timeout: f
             "HOME": tmp, "TERM": "xterm-256color", "LANG": "C.UTF-8",
             "QWEN_LSP_BASE_URL": double.base_url, "QWEN_LSP_CACHE_DIR": str(qfix_cache),
             "QWEN_LSP_MAX_RETRIES": "0", "QFIX_STATE_DIR": f"{tmp}/state", "QFIX_TMUX_CAPTURE": "0",
+            "QFIX_WARM": "0",  # one state dir per case: a warm process each would outlive the bench
             # the package's own import path, for the test command (a new qfix process ignores it: -E)
             "PYTHONPATH": case["pythonpath"], "PYTHONDONTWRITEBYTECODE": "1",
         }

@@ -45,6 +45,7 @@ from terminal_agent.pty_run import Finished, nothing_to_fix, run_in_pty, run_she
 from terminal_agent.report import QfixReport, Verification
 from terminal_agent.state import ShellRecord, last_record, tmux_output, write_record
 from terminal_agent.ui import UI, Choice
+from terminal_agent.warm_client import Session, WarmLost
 
 
 # Why no fix came back, in the user's words (the engine's outcome names are for programs).
@@ -82,12 +83,15 @@ class Failure:
         return run_shell_command(command or self.command, self.cwd, self.shell, echo_fd=echo_fd)
 
 
-def fix(failure: Failure, opts: Options, ui: UI, report: QfixReport) -> int:
-    """The whole story of one failed command; returns qfix's exit code."""
+def fix(failure: Failure, opts: Options, ui: UI, report: QfixReport, warm: Session | None = None) -> int:
+    """The whole story of one failed command; returns qfix's exit code. `warm`: a warm process
+    (warm_client.py) that thinks instead of this process; everything else happens here all the same."""
     settings = settings_for(failure.workspace, ui)
     notify_editor(failure, settings)
     with ui.working() as progress:
-        result = asyncio.run(think(failure, settings, progress))  # Ctrl-C here cancels the requests
+        result = think_warm(failure, settings, progress, warm, ui) if warm else None
+        if result is None:
+            result = asyncio.run(think(failure, settings, progress))  # Ctrl-C here cancels the requests
     report.add_result(result)
     if not result.changes and not result.suggestions:
         report.outcome = result.outcome
@@ -146,6 +150,28 @@ async def think(failure: Failure, settings: Settings, progress: Callable[[str], 
         return await engine.fix(failure.task(), failure.workspace, progress=progress)
     finally:
         await engine.client.close()
+
+
+def think_warm(failure: Failure, settings: Settings, progress: Callable[[str], None], warm: Session,
+               ui: UI) -> FixResult | None:
+    """`think` in the warm process: its FixResult, or None (after one dim line) when this process must
+    think itself. Its answer counts only if it thought about this workspace with these settings.
+    Ctrl-C closes the connection, which cancels the child's fix."""
+    try:
+        if not warm.failure_sent and not warm.send_failure(failure.command, failure.exit_code, failure.output,
+                                                            failure.cwd, failure.workspace):
+            raise WarmLost("it was gone before the failure reached it")
+        reply = warm.think(progress)
+        if reply.kind == "error":
+            raise (RequestRejected if reply.error == "rejected" else ModelServerError)(reply.message)
+        if reply.workspace != str(failure.workspace) or reply.settings != settings.model_dump(mode="json"):
+            raise WarmLost("it saw another workspace or other settings")
+        return reply.result
+    except WarmLost as exc:
+        ui.say(f"qfix: the warm process failed ({exc}); thinking here", "dim")
+        return None
+    finally:
+        warm.close()
 
 
 def show(result: FixResult, ui: UI) -> None:
@@ -252,9 +278,11 @@ def hand_to_shell(command: str, ui: UI) -> None:
         ui.say('(with eval "$(qfix init bash)" in your shell rc, qfix puts it on your command line)', "dim")
 
 
-def run(opts: Options, ran: tuple[list[str], Finished] | None = None, server: ServerCheck | None = None) -> int:
+def run(opts: Options, ran: tuple[list[str], Finished] | None = None, server: ServerCheck | None = None,
+        warm: Session | None = None) -> int:
     """`qfix -- CMD ARGS` once CMD `ran`, or `qfix` on what the shell recorded: fix, report; the exit code.
-    `server` is the model-server check started while CMD ran (a recorded command gets one here)."""
+    `server` is the model-server check started while CMD ran (a recorded command gets one here);
+    `warm` the warm process qfix connected to at its start, if any."""
     ui = UI(to_stderr=opts.json)
     report: QfixReport | None = None
     try:
@@ -287,7 +315,7 @@ def run(opts: Options, ran: tuple[list[str], Finished] | None = None, server: Se
         elif server is not None and server.error():
             _unavailable(report, server)
         else:
-            report.exit_status = fix(failure, opts, ui, report)
+            report.exit_status = fix(failure, opts, ui, report, warm)
     except RequestRejected as exc:  # the server is up: not "unavailable"
         error = " ".join(str(exc).split())
         print(f"qfix: request error: {error}", file=sys.stderr)

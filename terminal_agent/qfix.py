@@ -4,24 +4,29 @@
     qfix                fix the last command your shell recorded (see `qfix init`)
     qfix init SHELL     print the shell integration: eval "$(qfix init bash)"
     qfix --undo         put back the files of the last fix qfix applied here
+    qfix --warm-status  the warm process (engine loaded, thinks for qfix); --warm-stop stops it
 
 Exit codes: see EXIT_CODES below (also in --help and the README). The loop
 itself is in terminal_agent/agent.py.
 
 Environment: QWEN_LSP_* (the model server, cache dir: qwen_lsp/settings.py);
 QFIX_STATE_DIR (shell records and undo history); QFIX_TMUX_CAPTURE=0 stops qfix
-reading the last command's output from the tmux pane.
+reading the last command's output from the tmux pane; QFIX_WARM=0 turns off the warm
+process that thinks with the engine already loaded, QFIX_WARM_IDLE its idle seconds
+(terminal_agent/warm.py).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 import threading
 from pathlib import Path
 
 from qwen_lsp import __version__
+from terminal_agent import warm_client
 from terminal_agent.preflight import ServerCheck
 from terminal_agent.pty_run import Finished, nothing_to_fix, run_in_pty
 
@@ -50,6 +55,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true", help="show the fix and change nothing (exit 0 if one was found)")
     p.add_argument("--json", action="store_true", help="a JSON report on stdout; without --yes it is a dry run")
     p.add_argument("--undo", action="store_true", help="restore the files of the last fix applied in this workspace")
+    p.add_argument("--warm-status", action="store_true", help="show qfix's warm process (it has the engine loaded "
+                   "so a fix starts at once; QFIX_WARM=0 turns it off)")
+    p.add_argument("--warm-stop", action="store_true", help="stop qfix's warm processes (the next qfix starts one)")
     p.add_argument("command", nargs=argparse.REMAINDER, help="the command to run: qfix -- CMD ARGS…")
     return p
 
@@ -64,9 +72,17 @@ def main(argv: list[str] | None = None) -> int:
         parser().error("--undo takes no command and no other option")  # exits 2
     if opts.yes and opts.dry_run:
         parser().error("--yes and --dry-run contradict each other")
+    if opts.warm_status or opts.warm_stop:
+        if command or opts.undo or opts.yes or opts.dry_run or opts.json or (opts.warm_status and opts.warm_stop):
+            parser().error("--warm-status and --warm-stop take no command and no other option")
+        return warm_client.status_command(stop=opts.warm_stop)
+    # The warm process (if one runs for this code) gets ready for a failure here while the command runs.
+    warm = warm_client.open_session(Path.cwd()) if not opts.undo else None
     # The model server is asked while the command runs: a server that is down is said at once.
     server = ServerCheck(Path.cwd(), announce=True) if command and not opts.undo else None
     ran = _run_first(command, echo_fd=2 if opts.json else 1) if command else None
+    if warm and ran and not nothing_to_fix(ran[1].exit_code):  # before this process imports the engine
+        warm.send_failure(shlex.join(command), ran[1].exit_code, ran[1].output, Path.cwd())
     if ran and not opts.json and nothing_to_fix(ran[1].exit_code):
         # Passed, or the user stopped it: nothing to fix, mirror its exit code. os._exit skips
         # tearing down what the warm-up loaded (most of a second); nothing else is left to flush.
@@ -80,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     if opts.undo:
         return agent.undo_last_fix()
     dry_run = opts.dry_run or (opts.json and not opts.yes)
-    return agent.run(agent.Options(yes=opts.yes, dry_run=dry_run, json=opts.json), ran, server)
+    return agent.run(agent.Options(yes=opts.yes, dry_run=dry_run, json=opts.json), ran, server, warm)
 
 
 def _run_first(command: list[str], echo_fd: int) -> tuple[list[str], Finished]:

@@ -27,6 +27,7 @@ def own_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     dirs = {"QWEN_LSP_CACHE_DIR": root / "cache", "QFIX_STATE_DIR": root / "state"}
     for name, path in dirs.items():
         monkeypatch.setenv(name, str(path))
+    monkeypatch.setenv("QFIX_WARM", "0")  # no qfix of a test leaves a warm process behind (tests/terminal start theirs)
     return dirs
 
 

@@ -93,7 +93,7 @@ def test_qfix_reports_a_rejected_request_as_a_request_error_not_an_outage(tmp_pa
     vllm.script(Reply(status=400, error_message="Invalid JSON in the arguments of tool call 'call_7'"))
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "QWEN_LSP_BASE_URL": vllm.base_url,
            "QWEN_LSP_CACHE_DIR": str(tmp_path / "cache"), "QWEN_LSP_MAX_RETRIES": "0",
-           "QFIX_STATE_DIR": str(tmp_path / "state"), "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+           "QFIX_STATE_DIR": str(tmp_path / "state"), "PYTHONPATH": os.environ.get("PYTHONPATH", ""), "QFIX_WARM": "0"}
     proc = subprocess.run([QFIX, "--json", "--", "python", "script.py"], cwd=repo, env=env, capture_output=True,
                           text=True, timeout=120, stdin=subprocess.DEVNULL)
     assert proc.returncode == 4, proc.stderr

@@ -155,7 +155,7 @@ def qfix(args: list[str], ws: Path, state: Path) -> subprocess.CompletedProcess[
     env = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}/usr/bin:/bin", "HOME": str(state.parent),
            "QFIX_STATE_DIR": str(state), "QWEN_LSP_BASE_URL": "http://127.0.0.1:9/v1", "QWEN_LSP_MAX_RETRIES": "0",
            "QWEN_LSP_CACHE_DIR": str(state.parent / "cache"), "LANG": "C.UTF-8", "TERM": "dumb",
-           **{k: v for k, v in os.environ.items() if k == "PYTHONPATH"}}
+           **{k: v for k, v in os.environ.items() if k in ("PYTHONPATH", "QFIX_WARM")}}
     return subprocess.run([QFIX, *args], cwd=ws, env=env, capture_output=True, text=True, timeout=120)
 
 

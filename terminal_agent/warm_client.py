@@ -1,0 +1,326 @@
+"""qfix's side of the warm process (terminal_agent/warm.py): find it, start it, hand it the thinking.
+
+    connect     at qfix's start, to <private dir>/qfix-<code fingerprint>.sock; the peer's uid must be ours
+    hello       the client's environment, cwd and umask: the daemon forks a child that takes them on
+                and loads the workspace's settings and context while the command runs
+    failure     sent as soon as the command has failed
+    replies     progress lines, then the FixResult (or the model server's error)
+
+Nothing the user sees or consents to happens over the socket: the child only thinks, qfix shows,
+asks, applies and re-runs exactly as when it thinks in-process. When no daemon answers, qfix starts
+one detached for next time and thinks in-process now; a daemon that dies mid-fix costs one dim line
+and an in-process fix (agent.py). Only the user's environment turns it off (QFIX_WARM=0): nothing in
+a repository is read to decide.
+
+Stdlib only at import: qfix connects before it has imported the engine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import site
+import socket
+import struct
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from terminal_agent.paths import state_dir
+
+if TYPE_CHECKING:
+    from terminal_agent.warm_wire import ErrorReply, ResultReply, StatusReply
+
+ENV_SWITCH = "QFIX_WARM"  # "0": never connect, never start one
+ENV_IDLE = "QFIX_WARM_IDLE"  # seconds a daemon waits for a connection before it exits
+DEFAULT_IDLE_SECONDS = 15 * 60
+CONNECT_SECONDS = 1.0
+MAX_LINE = 64 * 1024 * 1024  # a FixResult carries whole files: generous, but bounded
+SUN_PATH_MAX = 107  # sockaddr_un.sun_path, less its terminating NUL
+
+
+class WarmLost(Exception):
+    """The warm process could not finish this fix (gone, refused, or it answered for other settings)."""
+
+
+def enabled() -> bool:
+    return os.environ.get(ENV_SWITCH, "1") != "0"
+
+
+def socket_dir() -> Path:
+    """$XDG_RUNTIME_DIR/qfix, or <qfix state dir>/warm. An explicit QFIX_STATE_DIR wins: everything
+    of qfix's per-user state follows it (the tests' daemons never meet the user's)."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime and not os.environ.get("QFIX_STATE_DIR"):
+        return Path(runtime) / "qfix"
+    return state_dir() / "warm"
+
+
+def private_dir(*, create: bool) -> Path:
+    """The socket folder, made 0700 if needed; OSError unless it is a real folder of ours that
+    nobody else may enter (another user could otherwise put a socket of theirs in our way)."""
+    folder = socket_dir()
+    if create:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    info = os.lstat(folder)
+    if not (os.path.isdir(folder) and not os.path.islink(folder)) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+        raise PermissionError(f"{folder} is not a private folder of this user (0700)")
+    return folder
+
+
+def fingerprint() -> str:
+    """Which code would think: the interpreter, the files of qwen_lsp and terminal_agent as imported
+    here (paths, mtimes, sizes), and the site-packages and PYTHONPATH folders (installing or removing
+    a dependency changes its folder's mtime). A changed install or an edited checkout gives another name."""
+    import qwen_lsp
+
+    digest = hashlib.blake2b(digest_size=8)
+    digest.update(f"{sys.executable}\0{sys.version}\n".encode())
+    for package in (Path(qwen_lsp.__file__).parent, Path(__file__).parent):
+        for root, dirs, files in os.walk(package):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            for name in sorted(files):
+                path = os.path.join(root, name)
+                try:
+                    info = os.stat(path)
+                except OSError:
+                    continue
+                digest.update(f"{path}\0{info.st_mtime_ns}\0{info.st_size}\n".encode())
+    # Not sys.path itself: its first entry is the script's folder, which differs between qfix and the daemon.
+    folders = [*site.getsitepackages(), *([site.getusersitepackages()] if site.ENABLE_USER_SITE else [])]
+    for folder in [*folders, *os.environ.get("PYTHONPATH", "").split(os.pathsep)]:
+        try:
+            digest.update(f"{folder}\0{os.stat(folder).st_mtime_ns}\n".encode())
+        except OSError:
+            continue
+    return digest.hexdigest()
+
+
+def socket_path(folder: Path, code: str) -> Path:
+    return folder / f"qfix-{code}.sock"
+
+
+def lock_path(folder: Path, code: str) -> Path:
+    return folder / f"qfix-{code}.lock"
+
+
+def log_path() -> Path:
+    return state_dir() / "warm.log"
+
+
+def idle_seconds() -> float:
+    try:
+        return max(1.0, float(os.environ.get(ENV_IDLE, DEFAULT_IDLE_SECONDS)))
+    except ValueError:
+        return float(DEFAULT_IDLE_SECONDS)
+
+
+def peer_uid_pid(sock: socket.socket) -> tuple[int, int]:
+    """(uid, pid) of the process at the other end (SO_PEERCRED: the kernel's word, not the peer's)."""
+    pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+    return uid, pid
+
+
+def send(sock: socket.socket, message: dict[str, Any]) -> None:
+    # ensure_ascii: lone surrogates (undecodable bytes in an environment or output) survive as escapes
+    sock.sendall(json.dumps(message).encode("ascii") + b"\n")
+
+
+class Lines:
+    """Newline-delimited JSON from a blocking socket."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.buffer = b""
+
+    def next(self) -> dict[str, Any] | None:
+        """The next message, or None at EOF. ValueError on a line that is not a JSON object."""
+        while b"\n" not in self.buffer:
+            if len(self.buffer) > MAX_LINE:
+                raise ValueError("message too long")
+            chunk = self.sock.recv(1 << 16)
+            if not chunk:
+                return None
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        message = json.loads(line)
+        if not isinstance(message, dict):
+            raise ValueError("not a JSON object")
+        return message
+
+
+def connect(path: Path) -> tuple[socket.socket, int] | None:
+    """A connection to the daemon at `path` and its pid; None when nobody of ours listens there."""
+    if len(os.fsencode(path)) > SUN_PATH_MAX:
+        return None
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(CONNECT_SECONDS)
+        sock.connect(os.fspath(path))
+        uid, pid = peer_uid_pid(sock)
+        if uid != os.getuid():
+            raise PermissionError(f"{path} is served by uid {uid}")
+        sock.settimeout(None)
+        return sock, pid
+    except OSError:
+        sock.close()
+        return None
+
+
+def umask() -> int:
+    """This process's umask, read without changing it (os.umask would, for a moment, for every thread)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+class Session:
+    """One fix handed to a warm child: hello at once, the failure when known, then its replies."""
+
+    def __init__(self, sock: socket.socket, daemon_pid: int) -> None:
+        self.sock = sock
+        self.daemon_pid = daemon_pid
+        self.failure_sent = False
+
+    def send_failure(self, command: str, exit_code: int, output: str | None, cwd: Path,
+                     workspace: Path | None = None) -> bool:
+        """False when the child is gone already (the fix then happens in-process)."""
+        try:
+            send(self.sock, {"kind": "failure", "command": command, "exit_code": exit_code, "output": output,
+                             "cwd": str(cwd), "workspace": str(workspace) if workspace else None})
+        except OSError:
+            return False
+        self.failure_sent = True
+        return True
+
+    def think(self, progress: Callable[[str], None]) -> ResultReply | ErrorReply:
+        """Wait for the child's answer, passing its progress on. WarmLost when there is none to use."""
+        from pydantic import ValidationError
+
+        from terminal_agent.warm_wire import ChildReply
+
+        lines = Lines(self.sock)
+        while True:
+            try:
+                raw = lines.next()
+            except (OSError, ValueError) as exc:
+                raise WarmLost(f"its answer could not be read: {exc}") from exc
+            if raw is None:
+                raise WarmLost("it ended without an answer")
+            try:
+                reply = ChildReply.validate_python(raw)
+            except ValidationError as exc:
+                raise WarmLost("it sent a malformed answer") from exc
+            if reply.kind == "progress":
+                progress(reply.phase)
+            elif reply.kind == "error" and reply.error == "failed":
+                raise WarmLost(reply.message)
+            else:
+                return reply
+
+    def close(self) -> None:
+        self.sock.close()  # the child sees EOF: if it is still thinking, it stops
+
+
+def open_session(cwd: Path) -> Session | None:
+    """Hello to the warm process for this code; None (after starting one for next time) when none answers."""
+    if not enabled():
+        return None
+    try:
+        folder = private_dir(create=True)
+        code = fingerprint()
+        path = socket_path(folder, code)
+        found = connect(path)
+        if found is None:
+            start_daemon(code)
+            return None
+        sock, pid = found
+        try:
+            send(sock, {"kind": "think", "env": dict(os.environ), "cwd": str(cwd), "umask": umask(),
+                        "client_pid": os.getpid()})
+        except OSError:
+            sock.close()
+            return None
+        return Session(sock, pid)
+    except OSError:
+        return None  # no private folder, a full disk, ...: this fix simply thinks in-process
+
+
+def start_daemon(code: str) -> None:
+    """`python -m terminal_agent.warm` in its own session, stdio to the log in the state dir. -P: the
+    cwd (some repository) is not put on its import path, so it imports the code we run, never the repo's."""
+    log = log_path()
+    log.parent.mkdir(parents=True, exist_ok=True)
+    actions = [
+        (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+        (os.POSIX_SPAWN_OPEN, 1, os.fspath(log), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600),
+        (os.POSIX_SPAWN_DUP2, 1, 2),
+    ]
+    os.posix_spawn(sys.executable, [sys.executable, "-P", "-m", "terminal_agent.warm", "--fingerprint", code],
+                   dict(os.environ), file_actions=actions, setsid=True)
+
+
+def daemons() -> list[Path]:
+    """Sockets of warm processes in our private folder, this code's and older ones'."""
+    try:
+        return sorted(private_dir(create=False).glob("qfix-*.sock"))
+    except OSError:
+        return []
+
+
+def ask(path: Path, kind: str) -> StatusReply | None:
+    """A daemon's status ("status"), or stop it ("stop"); None when nobody of ours answers there."""
+    from pydantic import ValidationError
+
+    from terminal_agent.warm_wire import StatusReply
+
+    found = connect(path)
+    if found is None:
+        return None
+    sock, _pid = found
+    try:
+        sock.settimeout(5)
+        send(sock, {"kind": kind})
+        raw = Lines(sock).next()
+        return StatusReply.model_validate(raw) if raw is not None else None
+    except (OSError, ValueError, ValidationError):
+        return None
+    finally:
+        sock.close()
+
+
+def status_command(stop: bool) -> int:
+    """`qfix --warm-status` / `qfix --warm-stop`: one line per warm process of this user; exit 0."""
+    if not enabled():
+        print(f"warm process: off ({ENV_SWITCH}=0 in your environment)")
+    current = socket_path(socket_dir(), fingerprint())
+    answered = False
+    for path in daemons():
+        status = ask(path, "stop" if stop else "status")
+        if status is None:
+            continue
+        answered = True
+        which = "this qfix's code" if path == current else "older code, exits on its next check"
+        if stop:
+            print(f"warm process: stopped pid {status.pid} ({which})")
+            continue
+        thinking = f", thinking for {len(status.thinking)} qfix now" if status.thinking else ""
+        print(f"warm process: pid {status.pid} ({which}), up {_span(time.time() - status.started)}, "
+              f"{status.served} fix(es) served{thinking}, idle {_span(status.idle_seconds)} "
+              f"(exits after {_span(status.idle_limit)} idle); socket {path}")
+    if not answered:
+        print("warm process: none running" + ("" if stop or not enabled() else " (the next qfix starts one)"))
+    return 0
+
+
+def _span(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 60} min {seconds % 60} s" if seconds >= 60 else f"{seconds} s"
