@@ -91,7 +91,11 @@ def main(argv: list[str] | None = None) -> int:
         os._exit(ran[1].exit_code)
     # Imported only now: `qfix init` runs at every shell start and must not pay for the engine,
     # and `qfix -- CMD` starts CMD at once (the engine was imported while it ran).
-    from terminal_agent import agent
+    try:
+        from terminal_agent import agent
+    except KeyboardInterrupt:  # a warm child may be thinking already: it stops when this process ends
+        print("qfix: cancelled: nothing was changed", file=sys.stderr)
+        return 130
 
     if opts.undo:
         return agent.undo_last_fix()
