@@ -11,6 +11,10 @@ workspace snapshot and is not counted; then --runs more, each a new process: med
     python bench/bench_oneshot.py                        # downloads Django's sdist with pip
     python bench/bench_oneshot.py --django /path/to/Django-5.1.4 [--runs 10] [--command-seconds 0.5]
     python bench/bench_oneshot.py --baseline /tmp/base   # the same with another checkout's code
+    python bench/bench_oneshot.py --warm on|off          # only through qfix's warm process / only in-process
+
+Both paths are measured by default: through the warm process (terminal_agent/warm.py: started by the
+uncounted first run, then every counted run must have thought in it) and with QFIX_WARM=0 (in-process).
 
 Figures only, no pass/fail. Goal (issue 28): median < 300 ms on Django with a warm snapshot.
 """
@@ -20,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -58,6 +63,14 @@ def first_request_after(root_url: str, since: float) -> float | None:
     return min(times) if times else None
 
 
+def warm_served(code: Path, env: dict[str, str]) -> tuple[int, int] | None:
+    """(pid, fixes served) of the warm process for `code`, per `qfix --warm-status`."""
+    out = subprocess.run([sys.executable, "-c", "import sys; from terminal_agent.qfix import main; sys.exit(main())",
+                          "--warm-status"], env={**env, "PYTHONPATH": str(code)}, capture_output=True, text=True).stdout
+    found = re.search(r"pid (\d+) \(this qfix's code\).*?(\d+) fix\(es\) served", out)
+    return (int(found[1]), int(found[2])) if found else None
+
+
 def one_run(code: Path, django: Path, env: dict[str, str], root_url: str, stamp: Path) -> float:
     post(f"{root_url}/_double/script", [{"content": json.dumps(PLAN)},
                                         {"tool_calls": [{"name": "finish", "arguments": {"summary": "bench"}}]}])
@@ -71,22 +84,41 @@ def one_run(code: Path, django: Path, env: dict[str, str], root_url: str, stamp:
     first = first_request_after(root_url, failed_at)
     if first is None:
         raise RuntimeError(f"no model request:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+    if "thinking here" in done.stderr:
+        raise RuntimeError(f"the warm process failed:\n{done.stderr[-2000:]}")
     return first - failed_at
 
 
-def measure(code: Path, django: Path, runs: int, command_seconds: float, base_url: str) -> list[float]:
+def measure(code: Path, django: Path, runs: int, command_seconds: float, base_url: str, warm: bool) -> list[float]:
     root_url = base_url.removesuffix("/v1")
     with tempfile.TemporaryDirectory(prefix="qwen-bench-oneshot-") as tmp:
         stamp = Path(tmp) / "failed-at"
         env = {**os.environ, "QWEN_LSP_BASE_URL": base_url, "QWEN_LSP_CACHE_DIR": str(Path(tmp) / "cache"),
                "QWEN_LSP_MAX_RETRIES": "0", "QFIX_STATE_DIR": str(Path(tmp) / "state"),
-               "BENCH_FAILED_AT": str(stamp), "BENCH_COMMAND_SECONDS": str(command_seconds), "NO_COLOR": "1"}
+               "BENCH_FAILED_AT": str(stamp), "BENCH_COMMAND_SECONDS": str(command_seconds), "NO_COLOR": "1",
+               "QFIX_WARM": "1" if warm else "0"}
         env.pop("TMUX", None)
-        one_run(code, django, env, root_url, stamp)  # builds the snapshot: not counted
+        one_run(code, django, env, root_url, stamp)  # builds the snapshot (and starts the warm process): not counted
+        if warm:
+            deadline = time.monotonic() + 60
+            while warm_served(code, env) is None:
+                if time.monotonic() > deadline:
+                    log = Path(tmp) / "state" / "warm.log"
+                    raise RuntimeError(f"no warm process started: {log.read_text()[-2000:] if log.exists() else 'no log'}")
+                time.sleep(0.2)
         out = []
-        for n in range(runs):
-            out.append(one_run(code, django, env, root_url, stamp))
-            print(f"  {code.name}: run {n + 1}: {out[-1] * 1000:.0f} ms", flush=True)
+        try:
+            for n in range(runs):
+                out.append(one_run(code, django, env, root_url, stamp))
+                print(f"  {code.name} ({'warm' if warm else 'in-process'}): run {n + 1}: {out[-1] * 1000:.0f} ms",
+                      flush=True)
+            if warm and (served := warm_served(code, env)) and served[1] != runs:
+                raise RuntimeError(f"the warm process served {served[1]} of {runs} runs")
+        finally:
+            if warm:
+                subprocess.run([sys.executable, "-c", "import sys; from terminal_agent.qfix import main; "
+                                "sys.exit(main())", "--warm-stop"], env={**env, "PYTHONPATH": str(code)},
+                               capture_output=True)
         return out
 
 
@@ -96,6 +128,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--command-seconds", type=float, default=0.5, help="how long the failing command works")
     parser.add_argument("--baseline", type=Path, help="also measure another checkout's code (e.g. git archive HEAD~1)")
+    parser.add_argument("--warm", choices=("both", "on", "off"), default="both",
+                        help="through qfix's warm process (on), in-process with QFIX_WARM=0 (off), or both")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="qwen-bench-django-") as tmp:
         source = args.django.resolve() if args.django else fetch_django(Path(tmp) / "src")
@@ -106,18 +140,21 @@ def main() -> None:
         double, base_url = start_double()
         try:
             codes = [ROOT, *([args.baseline.resolve()] if args.baseline else [])]
-            results = {code: measure(code, django, args.runs, args.command_seconds, base_url) for code in codes}
+            modes = {"both": (True, False), "on": (True,), "off": (False,)}[args.warm]
+            results = {(code, warm): measure(code, django, args.runs, args.command_seconds, base_url, warm)
+                       for code in codes for warm in modes}
         finally:
             double.terminate()
             double.wait()
     print(f"command failed -> first model request, qfix in a new process, Django, warm snapshot, "
           f"command works {args.command_seconds:g} s, {args.runs} runs")
-    for code, values in results.items():
+    for (code, warm), values in results.items():
         ms = sorted(v * 1000 for v in values)
-        label = "this checkout" if code == ROOT else f"baseline {code}"
-        print(f"  {label:<40} median {statistics.median(ms):7.0f} ms   max {ms[-1]:7.0f} ms")
+        path = "warm process" if warm else "in-process (QFIX_WARM=0)"
+        label = f"{'this checkout' if code == ROOT else f'baseline {code}'}, {path}"
+        print(f"  {label:<60} median {statistics.median(ms):7.0f} ms   max {ms[-1]:7.0f} ms")
         if code == ROOT:
-            figure(f"command failed->first request median, qfix, Django, command {args.command_seconds:g} s",
+            figure(f"command failed->first request median, qfix {path}, Django, command {args.command_seconds:g} s",
                    statistics.median(ms), "ms")
 
 

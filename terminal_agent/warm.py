@@ -80,18 +80,16 @@ def main(argv: list[str] | None = None) -> int:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         return 0  # another daemon for this code is starting or serving
+    path = warm_client.socket_path(folder, code)
+    if len(os.fsencode(path)) > warm_client.SUN_PATH_MAX:
+        return broken(folder, code, f"{path} is too long for a unix socket")
     started = time.time()
     # numpy's OpenBLAS starts a thread pool when loaded: one thread, so that the daemon may fork.
     # (The ranking's numpy work is sparse, not BLAS: the children lose nothing by it.)
     os.environ["OPENBLAS_NUM_THREADS"] = "1"
     warm_up()
     if threads() != 1:
-        log(f"{threads()} threads after warming up: a fork could deadlock, not serving")
-        return 1
-    path = warm_client.socket_path(folder, code)
-    if len(os.fsencode(path)) > warm_client.SUN_PATH_MAX:
-        log(f"{path} is too long for a unix socket: not serving")
-        return 1
+        return broken(folder, code, f"{threads()} threads after importing the engine: forking could deadlock")
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     path.unlink(missing_ok=True)  # a dead daemon's (we hold the lock)
     mask = os.umask(0o177)
@@ -109,6 +107,13 @@ def main(argv: list[str] | None = None) -> int:
             path.unlink(missing_ok=True)
         listener.close()
     return 0
+
+
+def broken(folder: Path, code: str, why: str) -> int:
+    """This code cannot be served: say so once, for the log and for qfix (which stops starting daemons)."""
+    log(f"not serving: {why}")
+    warm_client.broken_path(folder, code).write_text(why + "\n")
+    return 1
 
 
 class Daemon:

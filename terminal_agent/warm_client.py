@@ -106,6 +106,11 @@ def lock_path(folder: Path, code: str) -> Path:
     return folder / f"qfix-{code}.lock"
 
 
+def broken_path(folder: Path, code: str) -> Path:
+    """Where a daemon that cannot serve this code says why; qfix then starts no more of them for it."""
+    return folder / f"qfix-{code}.broken"
+
+
 def log_path() -> Path:
     return state_dir() / "warm.log"
 
@@ -240,7 +245,8 @@ def open_session(cwd: Path) -> Session | None:
         path = socket_path(folder, code)
         found = connect(path)
         if found is None:
-            start_daemon(code)
+            if len(os.fsencode(path)) <= SUN_PATH_MAX and not broken_path(folder, code).exists():
+                start_daemon(code)
             return None
         sock, pid = found
         try:
@@ -316,7 +322,10 @@ def status_command(stop: bool) -> int:
         print(f"warm process: pid {status.pid} ({which}), up {_span(time.time() - status.started)}, "
               f"{status.served} fix(es) served{thinking}, idle {_span(status.idle_seconds)} "
               f"(exits after {_span(status.idle_limit)} idle); socket {path}")
-    if not answered:
+    broken = broken_path(socket_dir(), fingerprint())
+    if broken.exists():
+        print(f"warm process: cannot run for this code: {broken.read_text(errors='replace').strip()}")
+    elif not answered:
         print("warm process: none running" + ("" if stop or not enabled() else " (the next qfix starts one)"))
     return 0
 
