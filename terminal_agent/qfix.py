@@ -23,6 +23,7 @@ import os
 import shlex
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from qwen_lsp import __version__
@@ -80,7 +81,9 @@ def main(argv: list[str] | None = None) -> int:
     warm = warm_client.open_session(Path.cwd()) if not opts.undo else None
     # The model server is asked while the command runs: a server that is down is said at once.
     server = ServerCheck(Path.cwd(), announce=True) if command and not opts.undo else None
-    ran = _run_first(command, echo_fd=2 if opts.json else 1) if command else None
+    # With a warm process the engine is only shown here, never run: importing it is all this process needs.
+    ran = _run_first(command, echo_fd=2 if opts.json else 1, warm_up=_import_engine if warm else _warm_up) \
+        if command else None
     if warm and ran and not nothing_to_fix(ran[1].exit_code):  # before this process imports the engine
         warm.send_failure(shlex.join(command), ran[1].exit_code, ran[1].output, Path.cwd())
     if ran and not opts.json and nothing_to_fix(ran[1].exit_code):
@@ -103,15 +106,15 @@ def main(argv: list[str] | None = None) -> int:
     return agent.run(agent.Options(yes=opts.yes, dry_run=dry_run, json=opts.json), ran, server, warm)
 
 
-def _run_first(command: list[str], echo_fd: int) -> tuple[list[str], Finished]:
-    """Run the user's command in a pty right away; meanwhile a thread imports the engine and
-    loads its tokenizer, so a failure gets its fix sooner (a success just exits)."""
+def _run_first(command: list[str], echo_fd: int, warm_up: Callable[[], None]) -> tuple[list[str], Finished]:
+    """Run the user's command in a pty right away; meanwhile a thread runs `warm_up` (imports the engine
+    and, unless a warm process thinks, loads its tokenizer), so a failure gets its fix sooner."""
     # `logging` registers fork hooks when first imported. Imported by the warm-up thread while
     # this thread forks the pty, its after-fork hook can run without its before-fork hook and
     # print "Exception ignored in: <function _releaseLock>" to the user's terminal.
     import logging  # noqa: F401
 
-    threading.Thread(target=_warm_up, daemon=True).start()
+    threading.Thread(target=warm_up, daemon=True).start()
     return command, run_in_pty(command, Path.cwd(), echo_fd=echo_fd)
 
 
@@ -120,6 +123,10 @@ def _warm_up() -> None:
     from qwen_lsp.llm.tokens import count_tokens
 
     count_tokens("warm up")
+
+
+def _import_engine() -> None:
+    import terminal_agent.agent  # noqa: F401
 
 
 def _init(args: list[str]) -> int:
