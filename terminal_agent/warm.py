@@ -80,6 +80,8 @@ def main(argv: list[str] | None = None) -> int:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         return 0  # another daemon for this code is starting or serving
+    os.ftruncate(lock, 0)
+    os.write(lock, f"{os.getpid()}\n".encode())  # who holds it, for `qfix --warm-stop` while warming up
     path = warm_client.socket_path(folder, code)
     if len(os.fsencode(path)) > warm_client.SUN_PATH_MAX:
         return broken(folder, code, f"{path} is too long for a unix socket")

@@ -17,9 +17,11 @@ Stdlib only at import: qfix connects before it has imported the engine.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import signal
 import site
 import socket
 import struct
@@ -282,6 +284,28 @@ def daemons() -> list[Path]:
         return []
 
 
+def starting() -> dict[Path, int]:
+    """Lock files held by a live daemon, and its pid (written there): the ones still importing
+    the engine have no socket yet."""
+    import fcntl
+
+    held = {}
+    try:
+        locks = sorted(private_dir(create=False).glob("qfix-*.lock"))
+    except OSError:
+        return {}
+    for path in locks:
+        try:
+            with open(path, "rb") as lock:
+                try:
+                    fcntl.flock(lock, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    held[path] = int(lock.read().strip() or 0)
+        except (OSError, ValueError):
+            continue
+    return {path: pid for path, pid in held.items() if pid > 0}
+
+
 def ask(path: Path, kind: str) -> StatusReply | None:
     """A daemon's status ("status"), or stop it ("stop"); None when nobody of ours answers there."""
     from pydantic import ValidationError
@@ -308,12 +332,12 @@ def status_command(stop: bool) -> int:
     if not enabled():
         print(f"warm process: off ({ENV_SWITCH}=0 in your environment)")
     current = socket_path(socket_dir(), fingerprint())
-    answered = False
+    answered: set[int] = set()
     for path in daemons():
         status = ask(path, "stop" if stop else "status")
         if status is None:
             continue
-        answered = True
+        answered.add(status.pid)
         which = "this qfix's code" if path == current else "older code, exits on its next check"
         if stop:
             print(f"warm process: stopped pid {status.pid} ({which})")
@@ -322,6 +346,12 @@ def status_command(stop: bool) -> int:
         print(f"warm process: pid {status.pid} ({which}), up {_span(time.time() - status.started)}, "
               f"{status.served} fix(es) served{thinking}, idle {_span(status.idle_seconds)} "
               f"(exits after {_span(status.idle_limit)} idle); socket {path}")
+    for pid in set(starting().values()) - answered:  # still importing the engine: no socket yet
+        answered.add(pid)
+        if stop:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGTERM)
+        print(f"warm process: {'stopped ' if stop else ''}pid {pid}, starting")
     broken = broken_path(socket_dir(), fingerprint())
     if broken.exists():
         print(f"warm process: cannot run for this code: {broken.read_text(errors='replace').strip()}")

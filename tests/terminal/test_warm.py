@@ -26,7 +26,7 @@ from terminal_agent.warm import Daemon
 from terminal_agent.warm_wire import FailureMessage, Hello, Request, StatusReply
 
 STATUS_RE = re.compile(r"warm process: pid (\d+) \(this qfix's code\).*?(\d+) fix\(es\) served")
-SLOW_PLAN = Reply(reasoning="thinking " * 200, content=json.dumps(PLAN), chunk_delay=0.05)  # ~10 s of stream
+SLOW_PLAN = Reply(reasoning="thinking " * 400, content=json.dumps(PLAN), chunk_delay=0.05)  # ~20 s of stream
 
 
 def alive(pid: int) -> bool:
@@ -77,6 +77,7 @@ class Warm:
         for path in self.sockets():
             if (reply := warm_client.ask(path, "stop")) is not None:
                 self.seen.add(reply.pid)
+        self.seen.update(warm_client.starting().values())  # still importing the engine
         for pid in self.seen:  # the daemon leads its process group: its children go with it
             try:
                 os.killpg(pid, signal.SIGKILL)
@@ -150,6 +151,9 @@ def test_each_client_s_environment_and_cwd_reach_its_child(repo, warm, vllm, tmp
     task = vllm.chat_requests()[0]["messages"][-1]["content"]
     other_task = json.dumps(other.chat_requests()[0]["messages"])
     assert "../script.py" not in task and "../script.py" in other_task  # the failure as each client ran it
+    stopped = subprocess.run([QFIX, "--warm-stop"], env=warm.env, capture_output=True, text=True).stdout
+    assert f"stopped pid {pid}" in stopped
+    wait_until(lambda: not alive(pid), timeout=10)
 
 
 def test_a_changed_code_fingerprint_starts_a_new_daemon_and_the_stale_one_exits(repo, warm, vllm, tmp_path):  # noqa: F811
