@@ -89,7 +89,11 @@ def main(argv: list[str] | None = None) -> int:
     # numpy's OpenBLAS starts a thread pool when loaded: one thread, so that the daemon may fork.
     # (The ranking's numpy work is sparse, not BLAS: the children lose nothing by it.)
     os.environ["OPENBLAS_NUM_THREADS"] = "1"
-    warm_up()
+    try:
+        warm_up()
+    except Exception as exc:  # noqa: BLE001 - e.g. a broken install: qfix thinks in-process, as it would anyway
+        traceback.print_exc()
+        return broken(folder, code, f"importing the engine failed: {type(exc).__name__}: {exc}")
     if threads() != 1:
         return broken(folder, code, f"{threads()} threads after importing the engine: forking could deadlock")
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -139,7 +143,12 @@ class Daemon:
         selector.register(self.listener, selectors.EVENT_READ)
         while not self.stopping:
             if selector.select(TICK_SECONDS):
-                conn, _ = self.listener.accept()
+                try:
+                    conn, _ = self.listener.accept()
+                except OSError as exc:  # e.g. out of file descriptors: the client thinks in-process
+                    log(f"accept failed: {exc}")
+                    time.sleep(0.1)
+                    continue
                 try:
                     self.handle(conn)
                 except (OSError, ValueError) as exc:
@@ -218,6 +227,7 @@ class Child:
         self.conn, self.lines, self.hello = conn, lines, hello
 
     def run(self) -> int:
+        from qwen_lsp.journal import JOURNAL
         from qwen_lsp.settings import load_settings_lenient
         from terminal_agent import agent, undo
         from terminal_agent.warm_wire import FailureMessage
@@ -246,7 +256,7 @@ class Child:
         message = FailureMessage.model_validate(raw)
         cwd = Path(message.cwd)
         workspace = Path(message.workspace) if message.workspace else agent.find_workspace(cwd)
-        if (undo.journal_dir(workspace) / "journal.json").exists():
+        if (undo.journal_dir(workspace) / JOURNAL).exists():
             # A killed qfix left a write half done: qfix rolls it back before any fix reads the files.
             return self.reply_error("failed", "an interrupted write is pending in this workspace")
         settings = load_settings_lenient(workspace)[0]  # as qfix loads them (it compares them with its own)

@@ -354,7 +354,8 @@ def status_command(stop: bool) -> int:
         print(f"warm process: {'stopped ' if stop else ''}pid {pid}, starting")
     broken = broken_path(socket_dir(), fingerprint())
     if broken.exists():
-        print(f"warm process: cannot run for this code: {broken.read_text(errors='replace').strip()}")
+        print(f"warm process: cannot run for this code: {broken.read_text(errors='replace').strip()} "
+              f"(qfix thinks in-process; remove {broken} to try again)")
     elif not answered:
         print("warm process: none running" + ("" if stop or not enabled() else " (the next qfix starts one)"))
     return 0
