@@ -10,11 +10,11 @@ workspace snapshot and is not counted; then --runs more, each a new process: med
 
     python bench/bench_oneshot.py                        # downloads Django's sdist with pip
     python bench/bench_oneshot.py --django /path/to/Django-5.1.4 [--runs 10] [--command-seconds 0.5]
-    python bench/bench_oneshot.py --baseline /tmp/base   # the same with another checkout's code
+    python bench/bench_oneshot.py --baseline /tmp/base   # and another checkout's code, the runs taking turns
     python bench/bench_oneshot.py --warm on|off          # only through qfix's warm process / only in-process
 
-Both paths are measured by default: through the warm process (terminal_agent/warm.py: started by the
-uncounted first run, then every counted run must have thought in it) and with QFIX_WARM=0 (in-process).
+Both paths are measured by default, taking turns: through the warm process (terminal_agent/warm.py: started
+by the uncounted first run, then every counted run must have thought in it) and with QFIX_WARM=0 (in-process).
 
 Figures only, no pass/fail. Goal (issue 28): median < 300 ms on Django with a warm snapshot.
 """
@@ -63,12 +63,24 @@ def first_request_after(root_url: str, since: float) -> float | None:
     return min(times) if times else None
 
 
+def qfix_status(code: Path, env: dict[str, str], *args: str) -> str:
+    qfix = [sys.executable, "-c", "import sys; from terminal_agent.qfix import main; sys.exit(main())"]
+    return subprocess.run([*qfix, *args], env={**env, "PYTHONPATH": str(code)}, capture_output=True, text=True).stdout
+
+
 def warm_served(code: Path, env: dict[str, str]) -> tuple[int, int] | None:
     """(pid, fixes served) of the warm process for `code`, per `qfix --warm-status`."""
-    out = subprocess.run([sys.executable, "-c", "import sys; from terminal_agent.qfix import main; sys.exit(main())",
-                          "--warm-status"], env={**env, "PYTHONPATH": str(code)}, capture_output=True, text=True).stdout
-    found = re.search(r"pid (\d+) \(this qfix's code\).*?(\d+) fix\(es\) served", out)
+    found = re.search(r"pid (\d+) \(this qfix's code\).*?(\d+) fix\(es\) served", qfix_status(code, env, "--warm-status"))
     return (int(found[1]), int(found[2])) if found else None
+
+
+def wait_for_warm(code: Path, env: dict[str, str]) -> None:
+    deadline = time.monotonic() + 60
+    while warm_served(code, env) is None:
+        if time.monotonic() > deadline:
+            log = Path(env["QFIX_STATE_DIR"]) / "warm.log"
+            raise RuntimeError(f"no warm process started: {log.read_text()[-2000:] if log.exists() else 'no log'}")
+        time.sleep(0.2)
 
 
 def one_run(code: Path, django: Path, env: dict[str, str], root_url: str, stamp: Path) -> float:
@@ -89,37 +101,43 @@ def one_run(code: Path, django: Path, env: dict[str, str], root_url: str, stamp:
     return first - failed_at
 
 
-def measure(code: Path, django: Path, runs: int, command_seconds: float, base_url: str, warm: bool) -> list[float]:
+Variant = tuple[Path, bool]  # a checkout, and whether its qfix thinks in the warm process
+
+
+def measure(variants: list[Variant], django: Path, runs: int, command_seconds: float,
+            base_url: str) -> dict[Variant, list[float]]:
+    """`runs` timed runs of each variant's qfix, taking turns (a machine shared with other work slows
+    all alike), each with its own cache and state dirs (and so its own warm process)."""
     root_url = base_url.removesuffix("/v1")
     with tempfile.TemporaryDirectory(prefix="qwen-bench-oneshot-") as tmp:
         stamp = Path(tmp) / "failed-at"
-        env = {**os.environ, "QWEN_LSP_BASE_URL": base_url, "QWEN_LSP_CACHE_DIR": str(Path(tmp) / "cache"),
-               "QWEN_LSP_MAX_RETRIES": "0", "QFIX_STATE_DIR": str(Path(tmp) / "state"),
-               "BENCH_FAILED_AT": str(stamp), "BENCH_COMMAND_SECONDS": str(command_seconds), "NO_COLOR": "1",
-               "QFIX_WARM": "1" if warm else "0"}
-        env.pop("TMUX", None)
-        one_run(code, django, env, root_url, stamp)  # builds the snapshot (and starts the warm process): not counted
-        if warm:
-            deadline = time.monotonic() + 60
-            while warm_served(code, env) is None:
-                if time.monotonic() > deadline:
-                    log = Path(tmp) / "state" / "warm.log"
-                    raise RuntimeError(f"no warm process started: {log.read_text()[-2000:] if log.exists() else 'no log'}")
-                time.sleep(0.2)
-        out = []
+        envs = {}
         try:
+            for n, (code, warm) in enumerate(variants):
+                own = Path(tmp) / str(n)
+                envs[code, warm] = {**os.environ, "QWEN_LSP_BASE_URL": base_url, "QWEN_LSP_CACHE_DIR": str(own / "cache"),
+                                    "QWEN_LSP_MAX_RETRIES": "0", "QFIX_STATE_DIR": str(own / "state"),
+                                    "BENCH_FAILED_AT": str(stamp), "BENCH_COMMAND_SECONDS": str(command_seconds),
+                                    "NO_COLOR": "1", "QFIX_WARM": "1" if warm else "0"}
+                envs[code, warm].pop("TMUX", None)
+                # builds the snapshot (and starts the warm process): not counted
+                one_run(code, django, envs[code, warm], root_url, stamp)
+                if warm:
+                    wait_for_warm(code, envs[code, warm])
+            out: dict[Variant, list[float]] = {variant: [] for variant in variants}
             for n in range(runs):
-                out.append(one_run(code, django, env, root_url, stamp))
-                print(f"  {code.name} ({'warm' if warm else 'in-process'}): run {n + 1}: {out[-1] * 1000:.0f} ms",
-                      flush=True)
-            if warm and (served := warm_served(code, env)) and served[1] != runs:
-                raise RuntimeError(f"the warm process served {served[1]} of {runs} runs")
+                for code, warm in variants:
+                    out[code, warm].append(one_run(code, django, envs[code, warm], root_url, stamp))
+                    print(f"  {code.name} ({'warm process' if warm else 'in-process'}): run {n + 1}: "
+                          f"{out[code, warm][-1] * 1000:.0f} ms", flush=True)
+            for code, warm in variants:
+                if warm and (served := warm_served(code, envs[code, warm])) and served[1] != runs:
+                    raise RuntimeError(f"the warm process served {served[1]} of {runs} runs")
+            return out
         finally:
-            if warm:
-                subprocess.run([sys.executable, "-c", "import sys; from terminal_agent.qfix import main; "
-                                "sys.exit(main())", "--warm-stop"], env={**env, "PYTHONPATH": str(code)},
-                               capture_output=True)
-        return out
+            for (code, warm), env in envs.items():
+                if warm:
+                    qfix_status(code, env, "--warm-stop")
 
 
 def main() -> None:
@@ -141,8 +159,8 @@ def main() -> None:
         try:
             codes = [ROOT, *([args.baseline.resolve()] if args.baseline else [])]
             modes = {"both": (True, False), "on": (True,), "off": (False,)}[args.warm]
-            results = {(code, warm): measure(code, django, args.runs, args.command_seconds, base_url, warm)
-                       for code in codes for warm in modes}
+            results = measure([(code, warm) for code in codes for warm in modes], django, args.runs,
+                              args.command_seconds, base_url)
         finally:
             double.terminate()
             double.wait()
@@ -154,7 +172,8 @@ def main() -> None:
         label = f"{'this checkout' if code == ROOT else f'baseline {code}'}, {path}"
         print(f"  {label:<60} median {statistics.median(ms):7.0f} ms   max {ms[-1]:7.0f} ms")
         if code == ROOT:
-            figure(f"command failed->first request median, qfix {path}, Django, command {args.command_seconds:g} s",
+            qfix = "qfix warm process" if warm else "qfix"
+            figure(f"command failed->first request median, {qfix}, Django, command {args.command_seconds:g} s",
                    statistics.median(ms), "ms")
 
 
