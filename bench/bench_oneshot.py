@@ -69,8 +69,8 @@ def qfix_status(code: Path, env: dict[str, str], *args: str) -> str:
 
 
 def warm_served(code: Path, env: dict[str, str]) -> tuple[int, int] | None:
-    """(pid, fixes served) of the warm process for `code`, per `qfix --warm-status`."""
-    found = re.search(r"pid (\d+) \(this qfix's code\).*?(\d+) fix\(es\) served", qfix_status(code, env, "--warm-status"))
+    """(pid, qfix runs served) of the warm process for `code`, per `qfix --warm-status`."""
+    found = re.search(r"pid (\d+) \(this qfix's code\).*?served (\d+) qfix run", qfix_status(code, env, "--warm-status"))
     return (int(found[1]), int(found[2])) if found else None
 
 

@@ -144,8 +144,11 @@ def fix(failure: Failure, opts: Options, ui: UI, report: QfixReport, warm: Sessi
     return 1
 
 
-async def think(failure: Failure, settings: Settings, progress: Callable[[str], None]) -> FixResult:
-    engine = Engine(settings)
+async def think(failure: Failure, settings: Settings, progress: Callable[[str], None],
+                engine: Engine | None = None) -> FixResult:
+    """The engine's fix of `failure`. `engine`: one made for these `settings` ahead of the failure
+    (the warm process's child); closed here all the same."""
+    engine = engine or Engine(settings)
     try:
         return await engine.fix(failure.task(), failure.workspace, progress=progress)
     finally:

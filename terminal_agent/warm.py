@@ -227,48 +227,74 @@ class Child:
         self.conn, self.lines, self.hello = conn, lines, hello
 
     def run(self) -> int:
-        from qwen_lsp.journal import JOURNAL
-        from qwen_lsp.settings import load_settings_lenient
-        from terminal_agent import agent, undo
-        from terminal_agent.warm_wire import FailureMessage
-
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, signal.SIG_DFL)
         os.environ.clear()
         os.environ.update(self.hello.env)
         os.umask(self.hello.umask)
         tempfile.tempdir = None  # found again from the client's TMPDIR
-        self.conn.settimeout(None)
         try:
             os.chdir(self.hello.cwd)
         except OSError as exc:
             return self.reply_error("failed", f"cannot enter {self.hello.cwd}: {exc}")
-        # While the client's command runs: what does not depend on the failure.
-        early = agent.find_workspace(Path(self.hello.cwd))
-        try:
-            preload(early, load_settings_lenient(early)[0])
-        except Exception:  # noqa: BLE001 - only a head start: the fix loads what it needs itself
-            traceback.print_exc()
+        return asyncio.run(self.serve())
 
-        raw = self.lines.next()
-        if raw is None:
-            return 0  # the command passed, or qfix stopped: nothing to think about
+    async def serve(self) -> int:
+        from qwen_lsp.engine.loop import Engine
+        from qwen_lsp.journal import JOURNAL
+        from qwen_lsp.settings import load_settings_lenient
+        from terminal_agent import agent, undo
+        from terminal_agent.warm_wire import FailureMessage
+
+        # While the client's command runs, what does not depend on the failure: the workspace's
+        # context (on a thread) and the engine with the server's model info.
+        early = agent.find_workspace(Path(self.hello.cwd))
+        early_settings = load_settings_lenient(early)[0]
+        preloaded = asyncio.ensure_future(asyncio.to_thread(preload, early, early_settings))
+        engine = Engine(early_settings)
+        asked = asyncio.ensure_future(quietly(engine.client.info()))  # think asks again if this failed
+
+        raw = await self.next_message()
+        if raw is None:  # the command passed, or qfix stopped: nothing to think about
+            await asyncio.gather(preloaded, asked)
+            await engine.client.close()
+            return 0
         message = FailureMessage.model_validate(raw)
         cwd = Path(message.cwd)
         workspace = Path(message.workspace) if message.workspace else agent.find_workspace(cwd)
+        settings = load_settings_lenient(workspace)[0]  # as qfix loads them (it compares them with its own)
+        await asyncio.gather(preloaded, asked)
+        if (workspace, settings) != (early, early_settings):
+            await engine.client.close()
+            engine = Engine(settings)
         if (undo.journal_dir(workspace) / JOURNAL).exists():
             # A killed qfix left a write half done: qfix rolls it back before any fix reads the files.
+            await engine.client.close()
             return self.reply_error("failed", "an interrupted write is pending in this workspace")
-        settings = load_settings_lenient(workspace)[0]  # as qfix loads them (it compares them with its own)
         failure = agent.Failure(command=message.command, exit_code=message.exit_code, output=message.output,
                                 cwd=cwd, workspace=workspace)
-        return asyncio.run(self.think(agent, failure, settings))
+        return await self.think(agent.think(failure, settings, self.progress, engine), failure, settings)
 
-    async def think(self, agent: Any, failure: Any, settings: Any) -> int:
+    async def next_message(self) -> dict[str, Any] | None:
+        """The client's next line, read without blocking the loop; the socket is blocking again after."""
+        loop = asyncio.get_running_loop()
+        self.conn.setblocking(False)
+        try:
+            while b"\n" not in self.lines.buffer:
+                chunk = await loop.sock_recv(self.conn, 1 << 16)
+                if not chunk:
+                    return None
+                self.lines.buffer += chunk
+            return self.lines.next()
+        finally:
+            self.conn.setblocking(True)
+
+    async def think(self, thinking: Any, failure: Any, settings: Any) -> int:
         from qwen_lsp.llm.client import ModelServerError, RequestRejected
 
-        task = asyncio.ensure_future(agent.think(failure, settings, self.progress))
+        task = asyncio.ensure_future(thinking)
         loop = asyncio.get_running_loop()
+
         # qfix sends nothing more: the socket turns readable only at EOF (Ctrl-C, qfix gone).
         def client_left() -> None:
             loop.remove_reader(self.conn.fileno())
@@ -303,6 +329,11 @@ class Child:
         return 0 if kind != "failed" else 1
 
 
+async def quietly(work: Any) -> None:
+    with contextlib.suppress(Exception):
+        await work
+
+
 def preload(workspace: Path, settings: Any) -> None:
     """Load the failure-independent context (snapshot, ranking graph) ahead of the failure. The
     loader lands with the `oneshot` work; until it does, the first request loads it as in-process."""
@@ -310,7 +341,10 @@ def preload(workspace: Path, settings: Any) -> None:
         from qwen_lsp.context.preload import preload as load
     except ImportError:
         return
-    load(workspace, settings)
+    try:
+        load(workspace, settings)
+    except Exception:  # noqa: BLE001 - only a head start: the fix loads what it needs itself
+        traceback.print_exc()
 
 
 if __name__ == "__main__":

@@ -344,7 +344,7 @@ def status_command(stop: bool) -> int:
             continue
         thinking = f", thinking for {len(status.thinking)} qfix now" if status.thinking else ""
         print(f"warm process: pid {status.pid} ({which}), up {_span(time.time() - status.started)}, "
-              f"{status.served} fix(es) served{thinking}, idle {_span(status.idle_seconds)} "
+              f"served {status.served} qfix run(s){thinking}, idle {_span(status.idle_seconds)} "
               f"(exits after {_span(status.idle_limit)} idle); socket {path}")
     for pid in set(starting().values()) - answered:  # still importing the engine: no socket yet
         answered.add(pid)

@@ -84,6 +84,6 @@ class StatusReply(_Message):
     started: float  # time.time()
     idle_seconds: float  # since its last connection ended
     idle_limit: float
-    served: int  # fixes handed to a child
+    served: int  # qfix runs handed to a child (one each, whether its command failed or not)
     thinking: list[int]  # pids of the children still at work
     stopping: bool = False

@@ -25,7 +25,7 @@ from terminal_agent import warm_client
 from terminal_agent.warm import Daemon
 from terminal_agent.warm_wire import FailureMessage, Hello, Request, StatusReply
 
-STATUS_RE = re.compile(r"warm process: pid (\d+) \(this qfix's code\).*?(\d+) fix\(es\) served")
+STATUS_RE = re.compile(r"warm process: pid (\d+) \(this qfix's code\).*?served (\d+) qfix run")
 SLOW_PLAN = Reply(reasoning="thinking " * 400, content=json.dumps(PLAN), chunk_delay=0.05)  # ~20 s of stream
 
 
@@ -57,7 +57,7 @@ class Warm:
                               capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
 
     def status(self, env: dict[str, str] | None = None) -> tuple[int, int] | None:
-        """(pid, fixes served) of the daemon for this code, per `qfix --warm-status`."""
+        """(pid, qfix runs served) of the daemon for this code, per `qfix --warm-status`."""
         out = subprocess.run([QFIX, "--warm-status"], env=env or self.env, capture_output=True, text=True,
                              timeout=30, check=True).stdout
         found = STATUS_RE.search(out)
