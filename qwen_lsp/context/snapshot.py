@@ -30,6 +30,7 @@ import logging
 import marshal
 import os
 import sys
+import time
 import zlib
 from array import array
 from collections import Counter
@@ -51,6 +52,7 @@ _HEADER = MAGIC + _VERSION
 _GRAPH_HEADER = GRAPH_MAGIC + _VERSION
 RACY_NS = 2_000_000_000  # covers file systems with 1-2 s timestamps
 MAX_SNAPSHOTS = 32  # workspaces kept; the least recently written go first (each is rebuilt on demand)
+ABANDONED_SECONDS = 3600  # a temporary file this old is no write in progress
 
 Stamp = tuple[int, int]  # (st_mtime_ns, st_size)
 RawDef = tuple[str, str, int, int, str, int]  # Definition's fields in order
@@ -336,14 +338,17 @@ def _write(path: Path, header: bytes, body: bytes, *, evict: bool) -> bool:
 
 
 def _evict(folder: Path, keep: str) -> None:
-    """Delete the least recently written snapshots beyond MAX_SNAPSHOTS."""
+    """Delete the least recently written snapshots beyond MAX_SNAPSHOTS, with their graphs, and
+    temporary files a process left when it ended mid-write (a preload's thread dies with qfix)."""
     try:
         found = [(p.stat().st_mtime_ns, p) for p in folder.glob("*.snap") if p.name != keep]
+        abandoned = [p for p in folder.glob(".snap-*") if p.stat().st_mtime < time.time() - ABANDONED_SECONDS]
     except OSError:
         return
     for _, old in sorted(found)[: max(0, len(found) + 1 - MAX_SNAPSHOTS)]:
-        for stale in (old, graph_path(old)):
-            try:
-                stale.unlink()
-            except OSError:  # another process got there first, or there is no graph
-                pass
+        abandoned += [old, graph_path(old)]
+    for stale in abandoned:
+        try:
+            stale.unlink()
+        except OSError:  # another process got there first, or there is no graph
+            pass

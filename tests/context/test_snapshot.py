@@ -368,3 +368,17 @@ def test_ranking_builds_only_the_definitions_it_ranks(project: Path, tmp_path: P
     monkeypatch.undo()
     assert ranked == ranking.rank_definitions(repomap.build_index(project), focus_files=FOCUS, mentioned=["Order"])
     assert {d.name for _, d, _ in ranked} >= {"User", "save", "Order"}
+
+
+def test_a_temporary_file_left_by_a_process_that_died_mid_write_is_swept(project: Path, tmp_path: Path) -> None:
+    # qfix's preload writes from a daemon thread: qfix ending meanwhile leaves its temporary file.
+    cache = tmp_path / "cache"
+    folder = snap_file(cache, project).parent
+    folder.mkdir(parents=True)
+    abandoned, in_progress = folder / ".snap-abandoned", folder / ".snap-in-progress"
+    for path in (abandoned, in_progress):
+        path.write_bytes(b"half a snapshot")
+    hours_ago = time.time_ns() - 2 * 3600 * 1_000_000_000
+    os.utime(abandoned, ns=(hours_ago, hours_ago))
+    repomap.build_index(project, cache_dir=cache)
+    assert sorted(p.name for p in folder.iterdir()) == sorted([in_progress.name, snap_file(cache, project).name])
