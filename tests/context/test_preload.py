@@ -4,6 +4,8 @@ command runs, are reused by the next prompt assembly only while they still hold.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -140,3 +142,18 @@ def test_workspaces_are_kept_apart(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     second, _ = preload.tags_and_graph(roots[1], cache)
     assert loads.calls == ["build_index"]  # kept
     assert "only_here" in first.defined_in and "only_here" not in second.defined_in
+
+
+def test_the_main_language_queries_are_compiled_ahead(project: Path, tmp_path: Path) -> None:
+    # In a new process: tree-sitter queries are compiled once per process, and cached.
+    script = (
+        "import sys; from pathlib import Path\n"
+        "from qwen_lsp.context import callsites, preload, treesitter\n"
+        "from qwen_lsp.settings import Settings\n"
+        "preload.preload(Path(sys.argv[1]), Settings(cache_dir=Path(sys.argv[2])))\n"
+        "print(sorted(callsites._queries.cache_info()[-1:] + treesitter._def_queries.cache_info()[-1:]))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    out = subprocess.run([sys.executable, "-c", script, str(project), str(tmp_path / "cache")], env=env, check=True,
+                         capture_output=True, text=True).stdout
+    assert out.strip() == "[1, 1]"  # the call-site and definition queries of Python, the project's language
