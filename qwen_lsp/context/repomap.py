@@ -53,12 +53,14 @@ class FileTags:
         self._refs: Counter[str] | None = refs
         self._snap: Snapshot | None = None
         self._pos = -1
+        self._named: dict[str, list[Definition]] = {}  # definitions decoded by name from the snapshot
 
     @classmethod
     def _lazy(cls, snap: Snapshot, pos: int) -> FileTags:
         tags = cls.__new__(cls)
         tags._defs = tags._refs = None
         tags._snap, tags._pos = snap, pos
+        tags._named = {}
         return tags
 
     @property
@@ -108,9 +110,15 @@ class FileTags:
 
     def named(self, wanted: set[str] | frozenset[str]) -> dict[str, list[Definition]]:
         """`by_name` for the `wanted` names only: from a snapshot not yet read, only those
-        definitions are built (ranking a big repository looks up a few names in many files)."""
+        definitions are built (ranking a big repository looks up a few names in many files), and
+        kept for the next ranking (the language server ranks the same tags again and again)."""
         if self._snap is not None and self._defs is None and "by_name" not in self.__dict__:
-            return self._snap.defs_named(self._pos, wanted)
+            known = self._named
+            missing = {name for name in wanted if name not in known}
+            if missing:  # two threads may both decode a name: the same definitions
+                found = self._snap.defs_named(self._pos, missing)
+                known.update({name: found.get(name, []) for name in missing})
+            return {name: known[name] for name in wanted if known[name]}
         by_name = self.by_name
         return {name: by_name[name] for name in wanted if name in by_name}
 
