@@ -382,3 +382,19 @@ def test_a_temporary_file_left_by_a_process_that_died_mid_write_is_swept(project
     os.utime(abandoned, ns=(hours_ago, hours_ago))
     repomap.build_index(project, cache_dir=cache)
     assert sorted(p.name for p in folder.iterdir()) == sorted([in_progress.name, snap_file(cache, project).name])
+
+
+def test_a_definition_decoded_for_one_ranking_is_kept_for_the_next(project: Path, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # The language server ranks the same tags for every request: each name is decoded once.
+    cache = tmp_path / "cache"
+    repomap.build_index(project, cache_dir=cache)
+    index = repomap.build_index(project, cache_dir=cache)
+    decoded: list[tuple[int, str]] = []
+    defs_named = snapshot.Snapshot.defs_named
+    monkeypatch.setattr(snapshot.Snapshot, "defs_named",
+                        lambda self, i, wanted: decoded.extend((i, n) for n in wanted) or defs_named(self, i, wanted))
+    first = ranking.rank_definitions(index, focus_files=FOCUS)
+    assert decoded and ranking.rank_definitions(index, focus_files=["app/billing.py"])
+    assert ranking.rank_definitions(index, focus_files=FOCUS) == first
+    assert len(decoded) == len(set(decoded))
