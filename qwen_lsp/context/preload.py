@@ -57,8 +57,9 @@ def preload(workspace: Path, settings: Settings) -> None:
             if warm is not None and snapshot_unchanged(key[0], warm.snap):
                 return
             warm = _load(key)
-            index = warm.index if warm is not None else None
-            if warm is None:  # changed since the snapshot: build_index re-reads what changed and rewrites it
+            if warm is not None:
+                index = warm.index
+            else:  # changed since the snapshot: build_index re-reads what changed and rewrites it
                 index = build_index(Path(key[0]), cache_dir=Path(key[1]))
                 warm = _load(key)
                 if warm is None:  # a file too recently changed to trust its stamp: nothing to keep, but
