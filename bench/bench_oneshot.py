@@ -10,7 +10,7 @@ workspace snapshot and is not counted; then --runs more, each a new process: med
 
     python bench/bench_oneshot.py                        # downloads Django's sdist with pip
     python bench/bench_oneshot.py --django /path/to/Django-5.1.4 [--runs 10] [--command-seconds 0.5]
-    python bench/bench_oneshot.py --baseline /tmp/base   # the same with another checkout's code
+    python bench/bench_oneshot.py --baseline /tmp/base   # and another checkout's code, the runs taking turns
 
 Figures only, no pass/fail. Goal (issue 28): median < 300 ms on Django with a warm snapshot.
 """
@@ -74,19 +74,25 @@ def one_run(code: Path, django: Path, env: dict[str, str], root_url: str, stamp:
     return first - failed_at
 
 
-def measure(code: Path, django: Path, runs: int, command_seconds: float, base_url: str) -> list[float]:
+def measure(codes: list[Path], django: Path, runs: int, command_seconds: float, base_url: str) -> dict[Path, list[float]]:
+    """`runs` timed runs of each checkout's qfix, taking turns (a machine shared with other work slows
+    both alike), each with its own cache and state dirs."""
     root_url = base_url.removesuffix("/v1")
     with tempfile.TemporaryDirectory(prefix="qwen-bench-oneshot-") as tmp:
         stamp = Path(tmp) / "failed-at"
-        env = {**os.environ, "QWEN_LSP_BASE_URL": base_url, "QWEN_LSP_CACHE_DIR": str(Path(tmp) / "cache"),
-               "QWEN_LSP_MAX_RETRIES": "0", "QFIX_STATE_DIR": str(Path(tmp) / "state"),
-               "BENCH_FAILED_AT": str(stamp), "BENCH_COMMAND_SECONDS": str(command_seconds), "NO_COLOR": "1"}
-        env.pop("TMUX", None)
-        one_run(code, django, env, root_url, stamp)  # builds the snapshot: not counted
-        out = []
+        envs = {}
+        for n, code in enumerate(codes):
+            own = Path(tmp) / str(n)
+            envs[code] = {**os.environ, "QWEN_LSP_BASE_URL": base_url, "QWEN_LSP_CACHE_DIR": str(own / "cache"),
+                          "QWEN_LSP_MAX_RETRIES": "0", "QFIX_STATE_DIR": str(own / "state"),
+                          "BENCH_FAILED_AT": str(stamp), "BENCH_COMMAND_SECONDS": str(command_seconds), "NO_COLOR": "1"}
+            envs[code].pop("TMUX", None)
+            one_run(code, django, envs[code], root_url, stamp)  # builds the snapshot: not counted
+        out: dict[Path, list[float]] = {code: [] for code in codes}
         for n in range(runs):
-            out.append(one_run(code, django, env, root_url, stamp))
-            print(f"  {code.name}: run {n + 1}: {out[-1] * 1000:.0f} ms", flush=True)
+            for code in codes:
+                out[code].append(one_run(code, django, envs[code], root_url, stamp))
+                print(f"  {code.name}: run {n + 1}: {out[code][-1] * 1000:.0f} ms", flush=True)
         return out
 
 
@@ -106,7 +112,7 @@ def main() -> None:
         double, base_url = start_double()
         try:
             codes = [ROOT, *([args.baseline.resolve()] if args.baseline else [])]
-            results = {code: measure(code, django, args.runs, args.command_seconds, base_url) for code in codes}
+            results = measure(codes, django, args.runs, args.command_seconds, base_url)
         finally:
             double.terminate()
             double.wait()
