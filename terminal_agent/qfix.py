@@ -119,10 +119,21 @@ def _run_first(command: list[str], echo_fd: int, warm_up: Callable[[], None]) ->
 
 
 def _warm_up() -> None:
-    import terminal_agent.agent  # noqa: F401
+    """Everything of a fix that does not depend on how the command fails: the engine's imports, the
+    tokenizer, and the workspace's tag index and reference graph (kept for the fix's prompt, which
+    checks they still hold once the command is done; see context/preload.py)."""
+    from terminal_agent import agent
+    from qwen_lsp.context.preload import preload
     from qwen_lsp.llm.tokens import count_tokens
+    from qwen_lsp.settings import load_settings_lenient
 
     count_tokens("warm up")
+    try:
+        workspace = agent.find_workspace(Path.cwd())
+        settings, _dropped = load_settings_lenient(workspace)  # the fix itself says what was dropped
+    except Exception:  # noqa: BLE001 - e.g. settings that do not validate: the fix reports them
+        return
+    preload(workspace, settings)
 
 
 def _import_engine() -> None:

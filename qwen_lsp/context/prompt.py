@@ -17,9 +17,10 @@ from pydantic import BaseModel, Field
 from qwen_lsp.context.frames import Frame, parse_output, primary_frame, strip_ansi, truncate_output
 from qwen_lsp.context.git_context import git_context, render_git
 from qwen_lsp.context.index import WorkspaceIndex
-from qwen_lsp.context.ranking import focus_imports
+from qwen_lsp.context.preload import tags_and_graph
+from qwen_lsp.context.ranking import RefGraph, focus_imports
 from qwen_lsp.context.reached import failure_starts, reached_sections
-from qwen_lsp.context.repomap import MAX_FILE_BYTES, TagIndex, build_index, repo_map
+from qwen_lsp.context.repomap import MAX_FILE_BYTES, TagIndex, repo_map
 from qwen_lsp.context.source import fence_language, read_source, referenced_names, render_context, render_snippet, source_context
 from qwen_lsp.context.treesitter import language_for
 from qwen_lsp.types import Task
@@ -113,9 +114,12 @@ def assemble(
 
     # --- tags (shared by the map and by definition lookup for the files section)
     index: TagIndex | None = None
+    graph: RefGraph | None = None
     try:
-        index = live.tag_index() if live is not None else build_index(
-            workspace, cache_dir=cache_dir if cache_dir is not None else settings.cache_dir)
+        if live is not None:
+            index = live.tag_index()
+        else:  # what a preload (context/preload.py) loaded while the command ran, if it still holds
+            index, graph = tags_and_graph(workspace, cache_dir if cache_dir is not None else settings.cache_dir)
     except Exception:
         log.debug("tag index not built; no repo map", exc_info=True)
         index = None
@@ -131,7 +135,7 @@ def assemble(
         else:
             sections["repo_map"] = (
                 repo_map(workspace, max(0, map_budget - 8), focus_files=focus_files, mentioned=mentioned,
-                         exclude=exclude, index=index,
+                         exclude=exclude, index=index, graph=graph,
                          imported=focus_imports([f for f in focus_files if f in index.files],
                                                 lambda rel: read_source(workspace, rel, read_file)))
                 if index is not None else ""

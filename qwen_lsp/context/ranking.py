@@ -1,12 +1,19 @@
 """Ranking the repo map's definitions: files are nodes, a file that references a name links to the
 files defining it, and a personalised PageRank restarts at the request's focus files. What does not
 depend on the request (the reference graph) is built once per index version and can be updated
-file by file; the walk itself is vectorised with numpy."""
+file by file; the walk itself is vectorised with numpy.
+
+A one-shot process (qfix, qwen-review) reads the graph back from next to the workspace snapshot
+(`stored_graph`) instead of building it: it is stored under the snapshot's content key (exactly the
+tags it was built from) and this module's own graph settings, so it is the very graph
+`build_graph` would give; a missing, damaged or stale file is rebuilt and rewritten."""
 
 from __future__ import annotations
 
 import builtins
 import dataclasses
+import hashlib
+import logging
 import math
 import re
 from collections import Counter, defaultdict
@@ -15,8 +22,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from qwen_lsp.context import snapshot
 from qwen_lsp.context.repomap import MAX_DEFINERS, FileTags, TagIndex
 from qwen_lsp.context.treesitter import Definition, imports, language_for
+
+log = logging.getLogger(__name__)
 
 # Names that every codebase calls through builtins or the methods of builtin types: a call to
 # `x.join()` or `dict()` says nothing about which of the workspace's `join`s or `dict`s is meant.
@@ -27,6 +37,11 @@ GENERIC_NAMES = frozenset(
        "init", "new", "push", "pop", "map", "filter", "then", "catch", "log", "error", "next", "apply", "test"}
 )
 GENERIC_DISCOUNT = 0.05
+# Bump when build_graph's result changes for the same tags: stored graphs of the old kind are then rebuilt.
+GRAPH_FORMAT = 1
+# Everything besides the tags that a stored graph depends on.
+_GRAPH_CONFIG = hashlib.blake2b(repr((GRAPH_FORMAT, MAX_DEFINERS, GENERIC_DISCOUNT, sorted(GENERIC_NAMES))).encode(),
+                                digest_size=12).hexdigest()
 
 
 @dataclass
@@ -89,6 +104,60 @@ def build_graph(index: TagIndex) -> RefGraph:
         generic=np.asarray([n in GENERIC_NAMES for n in names], dtype=bool),
         short=np.asarray([len(n) < 3 for n in names], dtype=bool),
         factor=factor,
+    )
+
+
+def stored_graph(index: TagIndex) -> RefGraph:
+    """`build_graph(index)`, read back from where build_index said the graph of these very tags is
+    stored (`index.stored_graph`) when it is there and whole; else built, and stored for next time."""
+    if index.stored_graph is None:
+        return build_graph(index)
+    path, content_key = index.stored_graph
+    key = f"{content_key}:{_GRAPH_CONFIG}"
+    body = snapshot.load_graph(path, key)
+    if body is not None:
+        try:
+            graph = _from_body(body)
+            if graph.files == sorted(index.files):  # the content key says so; a cheap check all the same
+                return graph
+        except Exception:  # a cache file we cannot make sense of: rebuild rather than fail
+            log.debug("stored reference graph %s unusable; rebuilt", path, exc_info=True)
+    graph = build_graph(index)
+    snapshot.write_graph(path, key, _to_body(graph))
+    return graph
+
+
+def _to_body(graph: RefGraph) -> tuple:
+    """The graph as plain lists and bytes for marshal (the factor table as arrays aligned with names)."""
+    offsets, definers = [0], []
+    for name in graph.names:
+        definers.extend(graph.factor[name][1])
+        offsets.append(len(definers))
+    factor_w = np.asarray([graph.factor[name][0] for name in graph.names], dtype=np.float64)
+    return (graph.files, graph.names, graph.src.tobytes(), graph.dst.tobytes(), graph.name.tobytes(),
+            graph.weight.tobytes(), graph.generic.tobytes(), graph.short.tobytes(), factor_w.tobytes(),
+            np.asarray(offsets, dtype=np.int64).tobytes(), np.asarray(definers, dtype=np.int64).tobytes())
+
+
+def _from_body(body: tuple) -> RefGraph:
+    files, names, src, dst, nid, weight, generic, short, factor_w, offsets, definers = body
+    src, dst, nid = (np.frombuffer(b, dtype=np.int32) for b in (src, dst, nid))
+    weight = np.frombuffer(weight, dtype=np.float64)
+    generic, short = np.frombuffer(generic, dtype=bool), np.frombuffer(short, dtype=bool)
+    w = np.frombuffer(factor_w, dtype=np.float64).tolist()
+    off = np.frombuffer(offsets, dtype=np.int64).tolist()
+    targets = np.frombuffer(definers, dtype=np.int64).tolist()
+    n_files, n_names = len(files), len(names)
+    if not (len(src) == len(dst) == len(nid) == len(weight) and len(generic) == len(short) == len(w) == n_names
+            and len(off) == n_names + 1 and off[-1] == len(targets)
+            and (not len(src) or (max(src.max(), dst.max()) < n_files and min(src.min(), dst.min()) >= 0
+                                  and 0 <= nid.min() and nid.max() < n_names))):
+        raise ValueError("inconsistent stored graph")
+    return RefGraph(
+        files=files, file_pos={f: i for i, f in enumerate(files)}, names=names,
+        name_pos={n: i for i, n in enumerate(names)}, src=src, dst=dst, name=nid, weight=weight,
+        generic=generic, short=short,
+        factor={name: (w[i], targets[off[i] : off[i + 1]]) for i, name in enumerate(names)},
     )
 
 
@@ -201,7 +270,7 @@ def rank_definitions(
     walk restarts at the focus files (current file, traceback frames), so what they use, and what
     that uses, ranks first. Names named in the failure weigh 10x; names the focus files import
     are what they really use, so the generic and short-name discounts do not apply to them."""
-    graph = graph if graph is not None else build_graph(index)
+    graph = graph if graph is not None else stored_graph(index)
     n = len(graph.files)
     if n == 0:
         return []
@@ -243,9 +312,14 @@ def rank_definitions(
             scores[(f, name)] += 1.0  # named in the failure: always worth a line
     for f in focus:  # the focus files' own definitions, for orientation
         r = float(rank[graph.file_pos[f]])
-        for d in index.files[f].defs:
-            scores[(f, d.name)] += r * 0.01
-    ranked = [(f, d, s) for (f, name), s in scores.items() for d in index.files[f].by_name.get(name, ())]
+        for name, _kind, _depth in index.files[f].outline():
+            scores[(f, name)] += r * 0.01
+    # Only the definitions ranked are built, not every one of each ranked file.
+    wanted: dict[str, set[str]] = defaultdict(set)
+    for f, name in scores:
+        wanted[f].add(name)
+    found = {f: index.files[f].named(names) for f, names in wanted.items()}
+    ranked = [(f, d, s) for (f, name), s in scores.items() for d in found[f].get(name, ())]
     ranked.sort(key=lambda t: (-t[2], t[0], t[1].line))
     return ranked
 

@@ -53,12 +53,14 @@ class FileTags:
         self._refs: Counter[str] | None = refs
         self._snap: Snapshot | None = None
         self._pos = -1
+        self._named: dict[str, list[Definition]] = {}  # definitions decoded by name from the snapshot
 
     @classmethod
     def _lazy(cls, snap: Snapshot, pos: int) -> FileTags:
         tags = cls.__new__(cls)
         tags._defs = tags._refs = None
         tags._snap, tags._pos = snap, pos
+        tags._named = {}
         return tags
 
     @property
@@ -106,6 +108,20 @@ class FileTags:
     def __repr__(self) -> str:
         return f"FileTags(defs={self.defs!r}, refs={self.refs!r})"
 
+    def named(self, wanted: set[str] | frozenset[str]) -> dict[str, list[Definition]]:
+        """`by_name` for the `wanted` names only: from a snapshot not yet read, only those
+        definitions are built (ranking a big repository looks up a few names in many files), and
+        kept for the next ranking (the language server ranks the same tags again and again)."""
+        if self._snap is not None and self._defs is None and "by_name" not in self.__dict__:
+            known = self._named
+            missing = {name for name in wanted if name not in known}
+            if missing:  # two threads may both decode a name: the same definitions
+                found = self._snap.defs_named(self._pos, missing)
+                known.update({name: found.get(name, []) for name in missing})
+            return {name: known[name] for name in wanted if known[name]}
+        by_name = self.by_name
+        return {name: by_name[name] for name in wanted if name in by_name}
+
     @cached_property
     def by_name(self) -> dict[str, list[Definition]]:
         """Definitions (impl blocks left out) by name. Built once: a FileTags is replaced, never
@@ -121,6 +137,9 @@ class FileTags:
 class TagIndex:
     files: dict[str, FileTags] = field(default_factory=dict)
     defined_in: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))  # name -> files
+    # Set by build_index: where the reference graph of exactly these tags is stored, and the content
+    # key of the snapshot holding them (see ranking.stored_graph). Whoever changes `files` clears it.
+    stored_graph: tuple[Path, str] | None = None
 
     def lookup(self, name: str) -> list[tuple[str, Definition]]:
         """Where `name` is defined: (path, definition), for source context."""
@@ -236,6 +255,8 @@ def build_index(workspace: Path, *, cache_dir: Path | None = None, files: Iterab
     key = _snapshot_key(ws)
     path = snapshot.snapshot_path(cache_dir, workspace, CACHE_VERSION) if cache_dir is not None else None
     snap = snapshot.load(path, key) if path is not None else None
+    if files is None and snap is not None and path is not None and (whole := index_if_unchanged(ws, snap, path)):
+        return whole
     walked = False
     if files is None:
         listing = _listing_if_unchanged(ws, snap)
@@ -275,17 +296,62 @@ def build_index(workspace: Path, *, cache_dir: Path | None = None, files: Iterab
             cache.close()
     unchanged = snap is not None and hits == len(entries) == len(snap.files)
     if unchanged:  # the same files with the same tags: the snapshot's name table is this index's
-        assert snap is not None
-        index = TagIndex(files=tagged, defined_in=defaultdict(set, snap.defined_in))
+        assert snap is not None and path is not None
+        index = TagIndex(files=tagged, defined_in=defaultdict(set, snap.defined_in),
+                         stored_graph=(snapshot.graph_path(path), snap.content_key))
     else:
         index = _index_from(tagged)
     if path is not None and (walked or not unchanged):  # a walk also renews the listing's stamps
         if listing is None:  # files named by the caller: keep the listing the snapshot had, if still true
             listing = _listing_if_unchanged(ws, snap)
-        snapshot.write(path, key, started_ns, listing,
-                       [(rel, st, *(t._raw() if t is not None else (None, None))) for rel, st, t in entries],
-                       index.defined_in)
+        content_key = snapshot.write(path, key, started_ns, listing,
+                                     [(rel, st, *(t._raw() if t is not None else (None, None))) for rel, st, t in entries],
+                                     index.defined_in)
+        if content_key is not None:
+            index.stored_graph = (snapshot.graph_path(path), content_key)
     return index
+
+
+def load_snapshot(workspace: Path, cache_dir: Path) -> tuple[Path, Snapshot | None]:
+    """The workspace's snapshot file and what it holds (None: missing, damaged or someone else's)."""
+    path = snapshot.snapshot_path(cache_dir, workspace, CACHE_VERSION)
+    return path, snapshot.load(path, _snapshot_key(os.path.abspath(workspace)))
+
+
+def snapshot_unchanged(ws: str, snap: Snapshot) -> bool:
+    """Whether `build_index` would now find every file and folder as `snap` recorded them (nothing
+    to walk, parse or write). Only stats: cheap enough to re-check after a command ran."""
+    return _trusted_files(ws, snap) is not None
+
+
+def index_if_unchanged(ws: str, snap: Snapshot, path: Path) -> TagIndex | None:
+    """The index `build_index` gives when `snapshot_unchanged`, straight from `snap` (at `path`)."""
+    trusted = _trusted_files(ws, snap)
+    if trusted is None:
+        return None
+    tagged = {snap.files[i]: FileTags._lazy(snap, i) for i in trusted if snap.tagged[i]}
+    return TagIndex(files=tagged, defined_in=defaultdict(set, snap.defined_in),
+                    stored_graph=(snapshot.graph_path(path), snap.content_key))
+
+
+def _trusted_files(ws: str, snap: Snapshot) -> list[int] | None:
+    """The snapshot positions of the listed files, in listing order, if every one is trusted and
+    the snapshot has no other file (the same test as build_index's); else None."""
+    listing = _listing_if_unchanged(ws, snap)
+    if listing is None:
+        return None
+    known = {rel: i for i, rel in enumerate(snap.files)}
+    prefix = os.path.join(ws, "")
+    out: list[int] = []
+    for rel in listing.files:
+        st = snapshot.stamp(prefix + rel)
+        if st is None or not 0 < st[1] <= MAX_FILE_BYTES:
+            continue
+        i = known.get(rel)
+        if i is None or not snap.trusted(st, snap.stamp(i)):
+            return None
+        out.append(i)
+    return out if len(out) == len(snap.files) else None
 
 
 def _snapshot_key(ws: str) -> str:

@@ -15,7 +15,12 @@ blindly:
 
 A snapshot that is corrupt, truncated, from another format or Python version, or for another
 workspace is ignored (and then rewritten). Writes go to a temporary file and `os.replace`, so
-two processes building at once each leave a whole snapshot."""
+two processes building at once each leave a whole snapshot.
+
+Next to it, a `.graph` file may hold the reference graph ranking builds from these tags
+(ranking.stored_graph): stored under the snapshot's `content_key`, a digest of exactly what the
+graph depends on (the tagged files, their definitions' names, kinds and depths, their reference
+counts), so a graph is only ever read back for the same tags; same checksum, same atomic write."""
 
 from __future__ import annotations
 
@@ -25,6 +30,7 @@ import logging
 import marshal
 import os
 import sys
+import time
 import zlib
 from array import array
 from collections import Counter
@@ -37,12 +43,16 @@ from qwen_lsp.context.treesitter import Definition
 
 log = logging.getLogger(__name__)
 
-FORMAT = 3
+FORMAT = 4
 MAGIC = b"QWENSNAP"
+GRAPH_MAGIC = b"QWENGRPH"
 # marshal's format may change between Python versions: a snapshot is only read by the one that wrote it.
-_HEADER = MAGIC + f" {FORMAT} {sys.version_info[0]}.{sys.version_info[1]} {marshal.version}\n".encode()
+_VERSION = f" {FORMAT} {sys.version_info[0]}.{sys.version_info[1]} {marshal.version}\n".encode()
+_HEADER = MAGIC + _VERSION
+_GRAPH_HEADER = GRAPH_MAGIC + _VERSION
 RACY_NS = 2_000_000_000  # covers file systems with 1-2 s timestamps
 MAX_SNAPSHOTS = 32  # workspaces kept; the least recently written go first (each is rebuilt on demand)
+ABANDONED_SECONDS = 3600  # a temporary file this old is no write in progress
 
 Stamp = tuple[int, int]  # (st_mtime_ns, st_size)
 RawDef = tuple[str, str, int, int, str, int]  # Definition's fields in order
@@ -51,6 +61,11 @@ RawDef = tuple[str, str, int, int, str, int]  # Definition's fields in order
 def snapshot_path(cache_dir: Path, workspace: Path, version: int) -> Path:
     key = hashlib.sha256(os.path.abspath(workspace).encode("utf-8", "surrogateescape")).hexdigest()[:32]
     return Path(cache_dir) / f"repomap-snapshot-v{version}" / f"{key}.snap"
+
+
+def graph_path(snapshot: Path) -> Path:
+    """Where the reference graph of the snapshot at `snapshot` is stored."""
+    return Path(snapshot).with_suffix(".graph")
 
 
 def stamp(path: str) -> Stamp | None:
@@ -74,8 +89,8 @@ class Snapshot:
     """A loaded snapshot. Per-file accessors take the file's position in `files`."""
 
     def __init__(self, body: tuple) -> None:
-        (self.key, self.started_ns, listing, files, stamps, tagged, def_counts, sep, names, name_offs, kind_table,
-         kinds, lines, ends, sigs, sig_offs, depths, ref_table, ref_counts, ref_ids, ref_n, defined_in) = body
+        (self.key, self.content_key, self.started_ns, listing, files, stamps, tagged, def_counts, sep, names, name_offs,
+         kind_table, kinds, lines, ends, sigs, sig_offs, depths, ref_table, ref_counts, ref_ids, ref_n, defined_in) = body
         self.files: list[str] = files
         self.stamps = _ints(stamps)
         self.tagged: bytes = tagged
@@ -109,7 +124,8 @@ class Snapshot:
                 and self._name_offs[-1] == len(names) and self._sig_offs[-1] == len(sigs)
                 and names.count(sep) == sigs.count(sep) == n_defs
                 and (not n_defs or max(self._kinds) < len(kind_table))
-                and isinstance(defined_in, dict) and (not n_refs or max(self._ref_ids) < len(ref_table))):
+                and isinstance(defined_in, dict) and (not n_refs or max(self._ref_ids) < len(ref_table))
+                and isinstance(self.content_key, str)):
             raise ValueError("inconsistent snapshot")
 
     def stamp(self, i: int) -> Stamp:
@@ -138,6 +154,22 @@ class Snapshot:
         kt = self._kind_table
         return zip(self._cut(self._names, self._name_offs, i), map(kt.__getitem__, self._kinds[a:b]), self._depths[a:b])
 
+    def defs_named(self, i: int, wanted: set[str] | frozenset[str]) -> dict[str, list[Definition]]:
+        """File i's definitions named in `wanted` (impl blocks left out), in file order, by name:
+        only those are built (ranking needs a few names of each file, not all of its definitions)."""
+        a = self._def_start[i]
+        kt, kinds = self._kind_table, self._kinds
+        out: dict[str, list[Definition]] = {}
+        sigs: list[str] | None = None
+        for k, name in enumerate(self._cut(self._names, self._name_offs, i)):
+            if name not in wanted or (kind := kt[kinds[a + k]]) == "impl":
+                continue
+            if sigs is None:
+                sigs = self._cut(self._sigs, self._sig_offs, i)
+            out.setdefault(name, []).append(
+                Definition(name, kind, self._lines[a + k], self._ends[a + k], sigs[k], self._depths[a + k]))
+        return out
+
     def raw_refs(self, i: int) -> dict[str, int]:
         a, b = self._ref_start[i], self._ref_start[i + 1]
         return dict(zip(map(self._ref_table.__getitem__, self._ref_ids[a:b]), self._ref_n[a:b]))
@@ -161,38 +193,61 @@ def _packed(values: Iterable[int]) -> bytes:
 def load(path: Path, key: str) -> Snapshot | None:
     """The snapshot at `path` if it is whole, in this format and for `key`; else None."""
     try:
-        data = Path(path).read_bytes()
-    except OSError:
-        return None
-    try:
-        if not data.startswith(_HEADER) or len(data) < len(_HEADER) + 4:
-            return None
-        body = memoryview(data)[len(_HEADER) + 4 :]
-        if zlib.crc32(body) != int.from_bytes(data[len(_HEADER) : len(_HEADER) + 4], "little"):
-            return None
-        # Tens of thousands of new containers at once would set off the cyclic GC several times over
-        # (up to half the load time in a new process); marshal makes no cycles to collect.
-        enabled = gc.isenabled()
-        gc.disable()
-        try:
-            raw = marshal.loads(body)
-        finally:
-            if enabled:
-                gc.enable()
-        snap = Snapshot(raw)
-        return snap if snap.key == key else None
+        raw = _read(path, _HEADER)
+        snap = Snapshot(raw) if raw is not None else None
+        return snap if snap is not None and snap.key == key else None
     except Exception:  # anything unexpected in a cache file: rebuild rather than fail
         log.debug("repo-map snapshot %s unreadable; ignored", path, exc_info=True)
         return None
+
+
+def load_graph(path: Path, key: str) -> tuple | None:
+    """The graph body stored at `path` if it is whole, in this format and stored under `key`; else None."""
+    try:
+        raw = _read(path, _GRAPH_HEADER)
+    except Exception:  # anything unexpected in a cache file: rebuild rather than fail
+        log.debug("reference graph %s unreadable; ignored", path, exc_info=True)
+        return None
+    if not isinstance(raw, tuple) or len(raw) != 2 or raw[0] != key or not isinstance(raw[1], tuple):
+        return None
+    return raw[1]
+
+
+def write_graph(path: Path, key: str, body: tuple) -> None:
+    """Store a graph body under `key` atomically; failure to write is logged, never raised."""
+    _write(path, _GRAPH_HEADER, marshal.dumps((key, body)), evict=False)
+
+
+def _read(path: Path, header: bytes) -> object | None:
+    """The marshalled body of the file at `path` if it has `header` and its checksum holds."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return None
+    if not data.startswith(header) or len(data) < len(header) + 4:
+        return None
+    body = memoryview(data)[len(header) + 4 :]
+    if zlib.crc32(body) != int.from_bytes(data[len(header) : len(header) + 4], "little"):
+        return None
+    # Tens of thousands of new containers at once would set off the cyclic GC several times over
+    # (up to half the load time in a new process); marshal makes no cycles to collect.
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return marshal.loads(body)
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def write(
     path: Path, key: str, started_ns: int, listing: Listing | None,
     entries: Sequence[tuple[str, Stamp, Sequence[RawDef] | None, dict[str, int] | None]],
     defined_in: dict[str, set[str]],
-) -> None:
+) -> str | None:
     """Store `entries` (path, stamp, definitions and reference counts, or None for a file without
-    tags) atomically at `path`. Failure to write is logged, never raised: it only costs speed."""
+    tags) atomically at `path`; the snapshot's content key, or None if it was not written.
+    Failure to write is logged, never raised: it only costs speed."""
     kind_pos: dict[str, int] = {}
     ref_pos: dict[str, int] = {}
     files, stamps, tagged, def_counts, names, kinds, lines, ends, sigs, depths = ([] for _ in range(10))
@@ -223,16 +278,41 @@ def write(
     sep = next((c for c in "\x00\x01\x02\x03\x1f" if c not in "".join(names) and c not in "".join(sigs)), None)
     if sep is None:
         log.debug("repo-map snapshot not written: no free separator")
-        return
+        return None
     listing_body = None
     if listing is not None:
         listing_body = (listing.files, listing.watched, _packed(v for s in listing.stamps for v in s))
+    names_text, kind_table = "".join(n + sep for n in names), list(kind_pos)
+    kinds_packed, depths_packed = _packed(kinds), _packed(depths)
+    ref_table, ref_parts = list(ref_pos), (_packed(ref_counts), _packed(ref_ids), _packed(ref_n))
+    content_key = _content_key(files, bytes(tagged), _packed(def_counts), sep, names_text, kind_table, kinds_packed,
+                               depths_packed, ref_table, *ref_parts)
     body = marshal.dumps((
-        key, started_ns, listing_body, files, _packed(stamps), bytes(tagged), _packed(def_counts), sep,
-        "".join(n + sep for n in names), _packed(name_offs), list(kind_pos), _packed(kinds), _packed(lines),
-        _packed(ends), "".join(s + sep for s in sigs), _packed(sig_offs), _packed(depths), list(ref_pos), _packed(ref_counts), _packed(ref_ids), _packed(ref_n),
+        key, content_key, started_ns, listing_body, files, _packed(stamps), bytes(tagged), _packed(def_counts), sep,
+        names_text, _packed(name_offs), kind_table, kinds_packed, _packed(lines), _packed(ends),
+        "".join(s + sep for s in sigs), _packed(sig_offs), depths_packed, ref_table, *ref_parts,
         {name: set(where) for name, where in defined_in.items()},
     ))
+    return content_key if _write(path, _HEADER, body, evict=True) else None
+
+
+def _content_key(files: list[str], tagged: bytes, def_counts: bytes, sep: str, names: str, kind_table: list[str],
+                 kinds: bytes, depths: bytes, ref_table: list[str], ref_counts: bytes, ref_ids: bytes,
+                 ref_n: bytes) -> str:
+    """A digest of what the reference graph depends on: which files have tags, their definitions'
+    names, kinds and depths, their references and counts (not lines, signatures or stamps)."""
+    digest = hashlib.blake2b(digest_size=20)
+    for part in (files, tagged, def_counts, sep, names, kind_table, kinds, depths, ref_table, ref_counts, ref_ids, ref_n):
+        if isinstance(part, list):
+            part = "\x00".join(part)  # paths and identifiers hold no NUL
+        data = part.encode("utf-8", "surrogatepass") if isinstance(part, str) else part
+        digest.update(len(data).to_bytes(8, "little"))
+        digest.update(data)
+    return digest.hexdigest()
+
+
+def _write(path: Path, header: bytes, body: bytes, *, evict: bool) -> bool:
+    """`header`, checksum and `body` to `path` through a temporary file and `os.replace`."""
     import tempfile  # only when writing: its import costs a tenth of a warm load
 
     tmp = None
@@ -240,12 +320,15 @@ def write(
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=Path(path).parent, prefix=".snap-")
         with os.fdopen(fd, "wb") as out:
-            out.write(_HEADER + zlib.crc32(body).to_bytes(4, "little") + body)
+            out.write(header + zlib.crc32(body).to_bytes(4, "little") + body)
         os.replace(tmp, path)
         tmp = None
-        _evict(Path(path).parent, keep=Path(path).name)
+        if evict:
+            _evict(Path(path).parent, keep=Path(path).name)
+        return True
     except OSError:
-        log.debug("repo-map snapshot %s not written", path, exc_info=True)
+        log.debug("%s not written", path, exc_info=True)
+        return False
     finally:
         if tmp is not None:
             try:
@@ -255,13 +338,17 @@ def write(
 
 
 def _evict(folder: Path, keep: str) -> None:
-    """Delete the least recently written snapshots beyond MAX_SNAPSHOTS."""
+    """Delete the least recently written snapshots beyond MAX_SNAPSHOTS, with their graphs, and
+    temporary files a process left when it ended mid-write (a preload's thread dies with qfix)."""
     try:
         found = [(p.stat().st_mtime_ns, p) for p in folder.glob("*.snap") if p.name != keep]
+        abandoned = [p for p in folder.glob(".snap-*") if p.stat().st_mtime < time.time() - ABANDONED_SECONDS]
     except OSError:
         return
     for _, old in sorted(found)[: max(0, len(found) + 1 - MAX_SNAPSHOTS)]:
+        abandoned += [old, graph_path(old)]
+    for stale in abandoned:
         try:
-            old.unlink()
-        except OSError:  # another process got there first
+            stale.unlink()
+        except OSError:  # another process got there first, or there is no graph
             pass

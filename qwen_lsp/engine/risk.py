@@ -13,10 +13,12 @@ import re
 import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-
-import bashlex
+from typing import TYPE_CHECKING
 
 from qwen_lsp.types import Risk, ShellSuggestion
+
+if TYPE_CHECKING:
+    import bashlex
 
 _ORDER = [Risk.read_only, Risk.modifies_files, Risk.network, Risk.destructive]
 
@@ -136,6 +138,10 @@ def _judge_script(script: str, verdict: _Verdict, depth: int) -> None:
     if depth > 4:  # sh -c "sh -c \"...\"" nested this deep is itself a red flag
         verdict.add(Risk.destructive, "nests shells too deeply to check")
         return
+    # Imported only when a command is classified: bashlex builds its parser tables at import
+    # (~0.2 s), which every fix would otherwise pay before its first request.
+    import bashlex
+
     try:
         trees = bashlex.parse(script)
     except Exception:  # noqa: BLE001 - bashlex raises several types, incl. NotImplementedError
@@ -189,6 +195,8 @@ def _walk(node: bashlex.ast.node, verdict: _Verdict, depth: int, piped: str | No
 
 
 def _children(node: bashlex.ast.node) -> Iterator[bashlex.ast.node]:
+    import bashlex  # already loaded by _judge_script
+
     for attr in ("parts", "list"):
         yield from getattr(node, attr, None) or []
     for attr in ("command",):
@@ -224,6 +232,8 @@ def _judge_command(node: bashlex.ast.node, verdict: _Verdict, depth: int, piped:
 
 def _substitutions(node: bashlex.ast.node) -> Iterator[bashlex.ast.node]:
     """Commands inside `$(...)`, backticks and `<(...)`/`>(...)`, at any depth of a word."""
+    import bashlex  # already loaded by _judge_script
+
     for part in getattr(node, "parts", None) or []:
         if part.kind in ("commandsubstitution", "processsubstitution"):
             yield part.command
@@ -236,6 +246,8 @@ def _substitutions(node: bashlex.ast.node) -> Iterator[bashlex.ast.node]:
 
 
 def _judge_redirect(redirect: bashlex.ast.node, verdict: _Verdict, words: list[str]) -> None:
+    import bashlex  # already loaded by _judge_script
+
     kind = redirect.type
     heredoc = getattr(redirect, "heredoc", None)
     if heredoc is not None and words and _program(words[0]) in _INTERPRETERS:

@@ -232,8 +232,169 @@ def test_old_snapshots_of_other_workspaces_are_evicted(tmp_path: Path, monkeypat
     cache = tmp_path / "cache"
     roots = [make_app(tmp_path / f"ws{i}") for i in range(5)]
     for i, root in enumerate(roots):
-        repomap.build_index(root, cache_dir=cache)
+        ranking.stored_graph(repomap.build_index(root, cache_dir=cache))  # a graph file next to each snapshot
         when = time.time_ns() - (10 - i) * 1_000_000_000  # written in this order, whatever the clock's tick
         os.utime(snap_file(cache, root), ns=(when, when))
     kept = sorted(p.name for p in snap_file(cache, roots[0]).parent.iterdir())
-    assert kept == sorted(snap_file(cache, r).name for r in roots[2:])  # the three written last
+    # the three written last, each with its graph
+    assert kept == sorted(p.name for r in roots[2:] for p in (snap_file(cache, r), snapshot.graph_path(snap_file(cache, r))))
+
+
+# --------------------------------------------------------------------------- the stored reference graph
+
+
+class GraphBuilds:
+    """How many times ranking built a reference graph rather than reading it back."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.count = 0
+        build = ranking.build_graph
+
+        def counting(index):
+            self.count += 1
+            return build(index)
+
+        monkeypatch.setattr(ranking, "build_graph", counting)
+
+
+def same_graph(a: ranking.RefGraph, b: ranking.RefGraph) -> bool:
+    """Every field equal, the arrays byte for byte (dtype included)."""
+    arrays = ("src", "dst", "name", "weight", "generic", "short")
+    return (all(getattr(a, f).dtype == getattr(b, f).dtype and getattr(a, f).tobytes() == getattr(b, f).tobytes()
+                for f in arrays)
+            and (a.files, a.file_pos, a.names, a.name_pos, a.factor) == (b.files, b.file_pos, b.names, b.name_pos, b.factor))
+
+
+def test_the_stored_graph_is_read_back_and_is_the_one_built(project: Path, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = tmp_path / "cache"
+    repomap.build_index(project, cache_dir=cache)
+    builds = GraphBuilds(monkeypatch)
+    first = ranking.stored_graph(repomap.build_index(project, cache_dir=cache))  # built, then stored
+    assert builds.count == 1 and snapshot.graph_path(snap_file(cache, project)).is_file()
+    index = repomap.build_index(project, cache_dir=cache)
+    stored = ranking.stored_graph(index)
+    assert builds.count == 1  # read back, not built
+    assert same_graph(stored, first) and same_graph(stored, ranking.build_graph(index))
+    cold = repomap.build_index(project)  # no snapshot, no stored graph
+    for focus in (FOCUS, ["app/billing.py"]):
+        assert ranking.rank_definitions(index, focus_files=focus) == ranking.rank_definitions(cold, focus_files=focus)
+
+
+def test_a_new_process_reads_the_stored_graph_and_maps_byte_identically(project: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    script = (
+        "import sys; from pathlib import Path; from qwen_lsp.context import ranking, repomap\n"
+        "root, cache = Path(sys.argv[1]), Path(sys.argv[2])\n"
+        "if sys.argv[3] == 'stored':\n"
+        "    ranking.build_graph = lambda index: sys.exit('the graph was built, not read back')\n"
+        "index = repomap.build_index(root, cache_dir=cache)\n"
+        "imported = ranking.imported_names((root / 'app/views.py').read_text(), 'python')\n"
+        "sys.stdout.buffer.write(repomap.repo_map(root, 1024, focus_files=['app/views.py'], index=index,"
+        " imported=imported).encode())\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    outs = [subprocess.run([sys.executable, "-c", script, str(project), str(cache), mode], env=env, check=True,
+                           capture_output=True).stdout for mode in ("built", "stored")]
+    expected = the_map(project, repomap.build_index(project))
+    assert "class User" in expected
+    assert outs == [expected.encode()] * 2
+
+
+def test_changed_tags_get_a_new_graph(project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = tmp_path / "cache"
+    ranking.stored_graph(repomap.build_index(project, cache_dir=cache))
+    builds = GraphBuilds(monkeypatch)
+    # Only a reference count changes: the same files, the same names defined.
+    write(project, "app/billing.py", "from app.models import Order\n\n\ndef invoice(o: Order):\n"
+                                     "    return o.total() + Order().total()\n")
+    index = repomap.build_index(project, cache_dir=cache)
+    graph = ranking.stored_graph(index)
+    assert builds.count == 1 and same_graph(graph, ranking.build_graph(index))
+    backdate(project, 30)  # old enough to trust: the index comes whole from the rewritten snapshot
+    again = repomap.build_index(project, cache_dir=cache)
+    assert same_graph(ranking.stored_graph(again), graph) and builds.count == 2  # the second count is the check above
+
+
+def test_moved_lines_keep_the_stored_graph(project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The graph depends on names, kinds, depths and reference counts, not on where definitions sit.
+    cache = tmp_path / "cache"
+    ranking.stored_graph(repomap.build_index(project, cache_dir=cache))
+    write(project, "app/util.py", "\n\n# moved down\ndef slugify(s):\n    return s.lower()\n")
+    backdate(project, 30)
+    builds = GraphBuilds(monkeypatch)
+    index = repomap.build_index(project, cache_dir=cache)
+    assert index.files["app/util.py"].defs[0].line == 4
+    assert same_graph(ranking.stored_graph(index), ranking.build_graph(index)) and builds.count == 1
+
+
+@pytest.mark.parametrize("damage", ["truncated", "flipped byte", "garbage", "other tags", "other graph settings"])
+def test_a_bad_or_stale_graph_file_is_rebuilt_never_trusted(project: Path, tmp_path: Path, damage: str,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = tmp_path / "cache"
+    ranking.stored_graph(repomap.build_index(project, cache_dir=cache))
+    path = snapshot.graph_path(snap_file(cache, project))
+    data = path.read_bytes()
+    if damage == "truncated":
+        path.write_bytes(data[: len(data) // 2])
+    elif damage == "flipped byte":
+        path.write_bytes(data[:-10] + bytes([data[-10] ^ 0xFF]) + data[-9:])
+    elif damage == "garbage":
+        path.write_bytes(os.urandom(len(data)))
+    elif damage == "other tags":  # another workspace's graph under this one's name
+        other = make_app(tmp_path / "other")
+        write(other, "app/only_there.py", "def only_there():\n    return slugify('x')\n")
+        ranking.stored_graph(repomap.build_index(other, cache_dir=cache))
+        path.write_bytes(snapshot.graph_path(snap_file(cache, other)).read_bytes())
+    else:  # a graph built by another version of the ranking
+        monkeypatch.setattr(ranking, "_GRAPH_CONFIG", "another")
+    builds = GraphBuilds(monkeypatch)
+    index = repomap.build_index(project, cache_dir=cache)
+    assert same_graph(ranking.stored_graph(index), ranking.build_graph(index)) and builds.count == 2  # rebuilt
+    ranking.stored_graph(index)
+    assert builds.count == 2  # and rewritten whole: read back this time
+
+
+def test_ranking_builds_only_the_definitions_it_ranks(project: Path, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = tmp_path / "cache"
+    repomap.build_index(project, cache_dir=cache)
+    index = repomap.build_index(project, cache_dir=cache)
+    whole_files: list[int] = []
+    defs = snapshot.Snapshot.defs
+    monkeypatch.setattr(snapshot.Snapshot, "defs", lambda self, i: whole_files.append(i) or defs(self, i))
+    ranked = ranking.rank_definitions(index, focus_files=FOCUS, mentioned=["Order"])
+    assert whole_files == []  # no file's every definition decoded, the focus file's neither
+    monkeypatch.undo()
+    assert ranked == ranking.rank_definitions(repomap.build_index(project), focus_files=FOCUS, mentioned=["Order"])
+    assert {d.name for _, d, _ in ranked} >= {"User", "save", "Order"}
+
+
+def test_a_temporary_file_left_by_a_process_that_died_mid_write_is_swept(project: Path, tmp_path: Path) -> None:
+    # qfix's preload writes from a daemon thread: qfix ending meanwhile leaves its temporary file.
+    cache = tmp_path / "cache"
+    folder = snap_file(cache, project).parent
+    folder.mkdir(parents=True)
+    abandoned, in_progress = folder / ".snap-abandoned", folder / ".snap-in-progress"
+    for path in (abandoned, in_progress):
+        path.write_bytes(b"half a snapshot")
+    hours_ago = time.time_ns() - 2 * 3600 * 1_000_000_000
+    os.utime(abandoned, ns=(hours_ago, hours_ago))
+    repomap.build_index(project, cache_dir=cache)
+    assert sorted(p.name for p in folder.iterdir()) == sorted([in_progress.name, snap_file(cache, project).name])
+
+
+def test_a_definition_decoded_for_one_ranking_is_kept_for_the_next(project: Path, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # The language server ranks the same tags for every request: each name is decoded once.
+    cache = tmp_path / "cache"
+    repomap.build_index(project, cache_dir=cache)
+    index = repomap.build_index(project, cache_dir=cache)
+    decoded: list[tuple[int, str]] = []
+    defs_named = snapshot.Snapshot.defs_named
+    monkeypatch.setattr(snapshot.Snapshot, "defs_named",
+                        lambda self, i, wanted: decoded.extend((i, n) for n in wanted) or defs_named(self, i, wanted))
+    first = ranking.rank_definitions(index, focus_files=FOCUS)
+    assert decoded and ranking.rank_definitions(index, focus_files=["app/billing.py"])
+    assert ranking.rank_definitions(index, focus_files=FOCUS) == first
+    assert len(decoded) == len(set(decoded))

@@ -6,6 +6,11 @@ regex-and-split classifier."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from qwen_lsp.engine.risk import classify, is_test_command
@@ -102,3 +107,16 @@ def test_syntax_the_parser_lacks_is_never_read_only():
 
 def test_a_program_named_at_run_time_is_destructive():
     assert classify("$TOOL --fix")[0] == Risk.destructive
+
+
+def test_the_shell_parser_is_loaded_only_when_a_command_is_classified():
+    # bashlex builds its parser tables when imported (~0.2 s): a fix pays that only once the model
+    # suggests a command, not before its first request.
+    code = ("import sys, terminal_agent.agent\n"
+            "from qwen_lsp.engine.risk import classify\n"
+            "before = 'bashlex' in sys.modules\n"
+            "risk, _ = classify('rm -rf build')\n"
+            "print(before, 'bashlex' in sys.modules, risk.value)")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "True", Risk.destructive.value]

@@ -238,15 +238,17 @@ async def test_unreachable_server_is_unavailable_and_not_cached(calc_repo: GitRe
 
 
 async def test_deadline_makes_a_slow_server_unavailable(calc_repo: GitRepo, vllm: VLLMDouble) -> None:
-    vllm.script(Reply(content='{"findings": []}' + " " * 40, chunk_delay=0.2))
+    # The first token comes at once and the rest trickles: the deadline (2 s, room for a cold first
+    # assembly) falls while the server is still answering. The message's form is checked, not a time.
+    vllm.script(Reply(content='{"findings": []}' + " " * 40, chunk_delay=0.5))
     client = ModelClient(_settings(vllm.base_url))
     try:
-        result = await review_diff(_staged_diff(calc_repo), calc_repo.root, client.settings, client, deadline=0.5)
+        result = await review_diff(_staged_diff(calc_repo), calc_repo.root, client.settings, client, deadline=2.0)
     finally:
         await client.close()
     error = result.error or ""
-    assert not result.available and "still answering" in error and "0.5 s deadline" in error
-    assert re.search(r"first token came after 0\.[0-4]\d* s", error) and "--timeout 60" in error  # what to change
+    assert not result.available and "still answering" in error and "2 s deadline" in error, error
+    assert re.search(r"first token came after \d+(\.\d+)? s", error) and "--timeout" in error, error  # what to change
 
 
 async def test_deadline_before_the_first_token_says_no_token_came(calc_repo: GitRepo, vllm: VLLMDouble) -> None:
