@@ -55,6 +55,9 @@ def threads() -> int:
 
 def warm_up() -> None:
     """What qfix would import and load before its first request."""
+    import bashlex  # noqa: F401 - imported by the first risk check otherwise (~0.2 s of parser tables)
+
+    import qwen_lsp.context.preload  # noqa: F401
     import terminal_agent.agent  # noqa: F401
     import terminal_agent.warm_wire  # noqa: F401
     from qwen_lsp.llm.tokens import count_tokens
@@ -240,6 +243,7 @@ class Child:
         return asyncio.run(self.serve())
 
     async def serve(self) -> int:
+        from qwen_lsp.context.preload import preload
         from qwen_lsp.engine.loop import Engine
         from qwen_lsp.journal import JOURNAL
         from qwen_lsp.settings import load_settings_lenient
@@ -332,19 +336,6 @@ class Child:
 async def quietly(work: Any) -> None:
     with contextlib.suppress(Exception):
         await work
-
-
-def preload(workspace: Path, settings: Any) -> None:
-    """Load the failure-independent context (snapshot, ranking graph) ahead of the failure. The
-    loader lands with the `oneshot` work; until it does, the first request loads it as in-process."""
-    try:
-        from qwen_lsp.context.preload import preload as load
-    except ImportError:
-        return
-    try:
-        load(workspace, settings)
-    except Exception:  # noqa: BLE001 - only a head start: the fix loads what it needs itself
-        traceback.print_exc()
 
 
 if __name__ == "__main__":
