@@ -107,8 +107,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run_first(command: list[str], echo_fd: int, warm_up: Callable[[], None]) -> tuple[list[str], Finished]:
-    """Run the user's command in a pty right away; meanwhile a thread runs `warm_up` (imports the engine
-    and, unless a warm process thinks, loads its tokenizer), so a failure gets its fix sooner."""
+    """Run the user's command in a pty right away; meanwhile a thread runs `warm_up` (imports the engine;
+    unless a warm process thinks, also loads the tokenizer and the workspace's context), so a failure
+    gets its fix sooner."""
     # `logging` registers fork hooks when first imported. Imported by the warm-up thread while
     # this thread forks the pty, its after-fork hook can run without its before-fork hook and
     # print "Exception ignored in: <function _releaseLock>" to the user's terminal.
