@@ -30,7 +30,7 @@ import tempfile
 import time
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from terminal_agent import warm_client
 from terminal_agent.warm_client import Lines, peer_uid_pid, send
@@ -260,9 +260,7 @@ class Child:
 
         raw = await self.next_message()
         if raw is None:  # the command passed, or qfix stopped: nothing to think about
-            await asyncio.gather(preloaded, asked)
-            await engine.client.close()
-            return 0
+            gone()
         message = FailureMessage.model_validate(raw)
         cwd = Path(message.cwd)
         workspace = Path(message.workspace) if message.workspace else agent.find_workspace(cwd)
@@ -307,9 +305,9 @@ class Child:
         loop.add_reader(self.conn.fileno(), client_left)
         try:
             result = await task
-        except asyncio.CancelledError:
+        except asyncio.CancelledError:  # the fix's requests and sandboxed runs are stopped by now
             log(f"client {self.hello.client_pid} left: fix cancelled")
-            return 0
+            gone()
         except RequestRejected as exc:
             return self.reply_error("rejected", str(exc))
         except ModelServerError as exc:
@@ -331,6 +329,12 @@ class Child:
         with contextlib.suppress(OSError):
             send(self.conn, {"kind": "error", "error": kind, "message": message})
         return 0 if kind != "failed" else 1
+
+
+def gone() -> NoReturn:
+    """The client left: end at once, without waiting for a preload or an assembly still on its thread
+    (a snapshot half written there is swept by context/snapshot.py)."""
+    os._exit(0)
 
 
 async def quietly(work: Any) -> None:

@@ -22,8 +22,8 @@ from tests.qfix.conftest import qfix_env, repo  # noqa: F401 - fixtures
 from tests.qfix.helpers import PLAN, QFIX, finish, fix_replies, spawn
 from tests.vllm_double import Reply, VLLMDouble
 from terminal_agent import warm_client
-from terminal_agent.warm import Daemon
-from terminal_agent.warm_wire import FailureMessage, Hello, Request, StatusReply
+from terminal_agent.warm import Child, Daemon
+from terminal_agent.warm_wire import ChildReply, ErrorReply, FailureMessage, Hello, ProgressReply, Request, StatusReply
 
 STATUS_RE = re.compile(r"warm process: pid (\d+) \(this qfix's code\).*?served (\d+) qfix run")
 SLOW_PLAN = Reply(reasoning="thinking " * 400, content=json.dumps(PLAN), chunk_delay=0.05)  # ~20 s of stream
@@ -254,6 +254,15 @@ def test_the_plain_dicts_qfix_sends_validate_as_the_daemon_s_models(tmp_path, mo
         assert StatusReply.model_validate(status).served == 0
     finally:
         listener.close()
+    child_end, client_end = socket.socketpair()
+    with child_end, client_end:  # what a child sends back, as qfix reads it
+        child = Child(child_end, warm_client.Lines(child_end), hello)
+        child.progress("patch round 1")
+        child.reply_error("rejected", "HTTP 400: bad model")
+        replies = warm_client.Lines(client_end)
+        assert ChildReply.validate_python(replies.next()) == ProgressReply(kind="progress", phase="patch round 1")
+        error = ChildReply.validate_python(replies.next())
+        assert isinstance(error, ErrorReply) and (error.error, error.message) == ("rejected", "HTTP 400: bad model")
 
 
 @pytest.mark.skipif(os.getuid() != 0, reason="needs root to listen as another user")
