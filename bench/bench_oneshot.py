@@ -64,7 +64,8 @@ def first_request_after(root_url: str, since: float) -> float | None:
 
 
 def qfix_status(code: Path, env: dict[str, str], *args: str) -> str:
-    qfix = [sys.executable, "-c", "import sys; from terminal_agent.qfix import main; sys.exit(main())"]
+    # -P: not the cwd's checkout (this one's, when `code` is a baseline) but `code`'s, as in one_run
+    qfix = [sys.executable, "-P", "-c", "import sys; from terminal_agent.qfix import main; sys.exit(main())"]
     return subprocess.run([*qfix, *args], env={**env, "PYTHONPATH": str(code)}, capture_output=True, text=True).stdout
 
 
