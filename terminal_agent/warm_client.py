@@ -48,7 +48,8 @@ class WarmLost(Exception):
 
 
 def enabled() -> bool:
-    return os.environ.get(ENV_SWITCH, "1") != "0"
+    """On unless the user's environment says QFIX_WARM=0; never where the peer's uid cannot be checked."""
+    return os.environ.get(ENV_SWITCH, "1") != "0" and hasattr(socket, "SO_PEERCRED")
 
 
 def socket_dir() -> Path:
@@ -330,7 +331,10 @@ def ask(path: Path, kind: str) -> StatusReply | None:
 def status_command(stop: bool) -> int:
     """`qfix --warm-status` / `qfix --warm-stop`: one line per warm process of this user; exit 0."""
     if not enabled():
-        print(f"warm process: off ({ENV_SWITCH}=0 in your environment)")
+        why = f"{ENV_SWITCH}=0 in your environment" if hasattr(socket, "SO_PEERCRED") else "needs SO_PEERCRED (Linux)"
+        print(f"warm process: off ({why})")
+        if not hasattr(socket, "SO_PEERCRED"):
+            return 0
     current = socket_path(socket_dir(), fingerprint())
     answered: set[int] = set()
     for path in daemons():
