@@ -27,6 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from qwen_lsp.context.callees import ParseCache
 from qwen_lsp.context.git_context import GitCache
 from qwen_lsp.context.ranking import RefGraph, build_graph, focus_imports, tags_shape, update_graph
 from qwen_lsp.context.repomap import MAX_FILE_BYTES, FileTags, TagIndex, build_index, extract_tags, list_files, repo_map
@@ -54,6 +55,7 @@ class WorkspaceIndex:
         self.workspace = Path(workspace)
         self.cache_dir = cache_dir
         self.git = GitCache()
+        self.parses = ParseCache()  # the callee walk's parsed files
         self._lock = threading.RLock()
         self._state = _State()
         self._loaded = False

@@ -159,7 +159,7 @@ def assemble(
         reached = reached_sections(
             workspace, index, lambda rel: read_source(workspace, rel, read_file), failure_starts(frames, primary, (focus_path, focus_line)),
             frames, shown=shown, callee_budget=callee_budget - 8, change_budget=change_budget - 8, git_text=sections["git"],
-            git_cache=git_cache, worktree=worktree.result,
+            git_cache=git_cache, worktree=worktree.result, parses=live.parses if live is not None else None,
         )
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
