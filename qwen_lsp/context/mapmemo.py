@@ -69,6 +69,7 @@ class _Fitted:
     tried: list[tuple[str, Definition]]  # the definitions the fit looked at, best first
     tags: dict[str, FileTags]  # their files' tags then
     text: str
+    shown: int  # how many of them the text shows
 
 
 class MapMemo:
@@ -103,7 +104,8 @@ class MapMemo:
         if (fitted is None or fitted.ranking is not ranking or fitted.tried != tried
                 or any(index.files.get(f) is not tags for f, tags in fitted.tags.items())):
             tags = {f: index.files[f] for f, _ in tried}
-            fitted = _Fitted(ranking, tried, tags, _fit(index, ranked, hi, budget))
+            text, shown = _fit(index, ranked, hi, budget, fitted.shown if fitted is not None else 0)
+            fitted = _Fitted(ranking, tried, tags, text, shown)
             _put(self._fitted, key, fitted)
         return fitted.text
 
@@ -141,17 +143,26 @@ def _upper_bound(ranked: list[tuple[str, Definition]], budget: int) -> int:
     return hi
 
 
-def _fit(index: TagIndex, ranked: list[tuple[str, Definition]], hi: int, budget: int) -> str:
-    """The longest prefix of `ranked` whose rendering fits `budget` tokens (binary search, as repomap.repo_map)."""
-    lo, best = 1, ""
+def _fit(index: TagIndex, ranked: list[tuple[str, Definition]], hi: int, budget: int, guess: int = 0) -> tuple[str, int]:
+    """The longest prefix of `ranked[:hi]` whose rendering fits `budget` tokens, and its length: a binary
+    search, as repomap.repo_map's, since tokens grow with the count. `guess`, the length an earlier
+    version of the map showed, narrows it: when that many fit and one more does not, that is the
+    answer (two renderings instead of a dozen); otherwise the search runs on the side it says."""
+    lo, best, shown = 1, "", 0
+    for n in (guess, guess + 1) if 0 < guess < hi else ():
+        text = render(index, ranked[:n])
+        if count_tokens(text) > budget:
+            hi = n - 1
+            break
+        best, shown, lo = text, n, n + 1
     while lo <= hi:
         mid = (lo + hi) // 2
         text = render(index, ranked[:mid])
         if count_tokens(text) <= budget:
-            best, lo = text, mid + 1
+            best, shown, lo = text, mid, mid + 1
         else:
             hi = mid - 1
-    return best
+    return best, shown
 
 
 def _same_graph(a: RefGraph, b: RefGraph) -> bool:

@@ -420,7 +420,17 @@ def _signature(node: Node, source: bytes) -> str:
 
 
 def definitions(text: str, lang: str, tree: Tree | None = None) -> list[Definition]:
-    """Every definition in the file, in source order, with nesting depth."""
+    """Every definition in the file, in source order, with nesting depth. Kept for recent texts: one
+    request asks for the same file's several times (its tags, the files section, the callee walk)."""
+    return list(_definitions_of(text, lang))
+
+
+@lru_cache(maxsize=16)
+def _definitions_of(text: str, lang: str) -> tuple[Definition, ...]:
+    return tuple(_definitions(text, lang))
+
+
+def _definitions(text: str, lang: str, tree: Tree | None = None) -> list[Definition]:
     source = text.encode("utf-8", "replace")
     tree = tree or parse(source, lang)
     if tree is None:
@@ -455,7 +465,16 @@ def definitions(text: str, lang: str, tree: Tree | None = None) -> list[Definiti
 
 
 def imports(text: str, lang: str, tree: Tree | None = None) -> list[str]:
-    """The import/include/use statements of the file, as written."""
+    """The import/include/use statements of the file, as written (kept for recent texts, as `definitions`)."""
+    return list(_imports_of(text, lang))
+
+
+@lru_cache(maxsize=16)
+def _imports_of(text: str, lang: str) -> tuple[str, ...]:
+    return tuple(_imports(text, lang))
+
+
+def _imports(text: str, lang: str, tree: Tree | None = None) -> list[str]:
     if lang == "tsx":
         kinds = tuple(IMPORT_TYPES["tsx"])
     else:
