@@ -87,11 +87,16 @@ class _Parsed:
 
     def classes_of(self, d: Definition) -> Definition | None:
         """The class immediately around `d`, if any."""
-        outer = [c for c in self.defs if c.kind in CONTAINER_KINDS and c.line < d.line <= c.end_line and c.depth == d.depth - 1]
-        return outer[-1] if outer else None
+        return _class_around(self.defs, d)
 
     def members(self, cls: Definition, name: str) -> list[Definition]:
         return [d for d in self.defs if d.name == name and cls.line < d.line <= cls.end_line and d.depth == cls.depth + 1]
+
+
+def _class_around(defs: list[Definition], d: Definition) -> Definition | None:
+    """The class immediately around `d` among a file's `defs`, if any."""
+    outer = [c for c in defs if c.kind in CONTAINER_KINDS and c.line < d.line <= c.end_line and c.depth == d.depth - 1]
+    return outer[-1] if outer else None
 
 
 class ParseCache:
@@ -207,7 +212,7 @@ class CalleeWalk:
         # of a class this walk reached: `spec = SpecifierSet(); spec.filter()`.
         if not self.classes or len(found) > MAX_CLASS_CHECKS:
             return []
-        return [t for t in found if t[1].depth > 0 and self._class_name(*t) in self.classes]
+        return [t for t in found if self._of_reached_class(*t)]
 
     def resolve(self, p: _Parsed, cls: Definition | None, site: Site, caller: Definition | None = None) -> list[tuple[str, Definition]]:
         """Definitions `site` (in file p, inside class cls, in function caller) may mean, best guesses only."""
@@ -302,7 +307,7 @@ class CalleeWalk:
                 targets = self._without_overloads(targets)
                 if not targets:
                     continue
-                preferred = [t for t in targets if (c := self._class_name(*t)) is not None and c in self.classes]
+                preferred = [t for t in targets if self._of_reached_class(*t)]
                 targets = preferred or targets
                 share = 1.0 / len(targets)
                 for tp, td in targets:
@@ -320,6 +325,18 @@ class CalleeWalk:
             if key not in last or d.line > last[key][1].line:
                 last[key] = (path, d)
         return targets if len(last) == len(targets) else sorted(last.values(), key=lambda t: (t[0], t[1].line))
+
+    def _of_reached_class(self, path: str, d: Definition) -> bool:
+        """`_class_name(path, d) in self.classes`, without reading the file when its tags already say
+        no: most candidates of an ambiguous name are methods of classes the walk never reached."""
+        if d.depth == 0:
+            return False
+        tags = self.index.files.get(path)
+        if tags is not None:  # the walk's definitions of a file are its tags' (see _parse)
+            c = _class_around(tags.defs, d)
+            if c is None or c.name not in self.classes:
+                return False
+        return self._class_name(path, d) in self.classes
 
     def _class_name(self, path: str, d: Definition) -> str | None:
         p = self.parsed(path)
