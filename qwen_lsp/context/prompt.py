@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import string
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -37,6 +38,7 @@ HEADINGS = {
     "callees": "# Code the failure reaches", "changes": "# Recent changes near the failure", "task": "# Task",
 }
 MAX_FRAME_FILES = 4  # other files of the traceback shown besides the primary one
+HEAD_CHARS_PER_TOKEN = 5  # code has 3-4 characters a token: a head this long is over the limit it is checked against
 
 
 class Prompt(BaseModel):
@@ -276,7 +278,7 @@ def _files_section(
             except Exception:
                 log.debug("source context failed for %s; whole file only", path, exc_info=True)
                 ctx = None
-            if count_tokens(whole) <= budget * 0.6 or ctx is None:
+            if ctx is None or not more_tokens_than(whole, budget * 0.6):
                 if add(whole):
                     spans.append((path, 1, len(text.splitlines())))
                 else:
@@ -307,6 +309,22 @@ def _files_section(
         if add(f"### {other} (traceback frame at line {ln})\n" + render_snippet(ctx.focus)):
             spans.append((other, ctx.focus.start_line, ctx.focus.end_line))
     return "\n\n".join(parts), spans
+
+
+def more_tokens_than(text: str, limit: float) -> bool:
+    """`count_tokens(text) > limit`, counting only a head of a long text when the head alone is over.
+
+    Exact: the tokenizer splits the text into pieces by a regular expression and encodes each piece on
+    its own, and a line that starts with a letter after a newline starts a new piece (no piece spans
+    that newline and the letter), so the head's tokens are the text's first tokens."""
+    start = int(limit * HEAD_CHARS_PER_TOKEN)
+    if len(text) > 2 * start:
+        cut = start
+        while (cut := text.find("\n", cut) + 1) and cut < len(text) and text[cut] not in string.ascii_letters:
+            pass
+        if 0 < cut < len(text) and count_tokens(text[:cut]) > limit:
+            return True
+    return count_tokens(text) > limit
 
 
 def _fit_task(task: Task, frames: list[Frame], primary: Frame | None, budget: int) -> str:
