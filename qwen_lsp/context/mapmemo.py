@@ -33,7 +33,8 @@ MAX_ENTRIES = 64  # per step: a few focus files and budgets at a time
 @dataclass
 class _Listed:
     tags: dict[str, FileTags]  # the files listed, their tags then
-    items: list[tuple[str, Definition, float]]  # best first
+    items: list[tuple[float, str, int, int, Definition]]  # (-score, file, line, order in the file, definition), sorted
+    ranked: list[tuple[str, Definition]]  # (file, definition) of each item
 
 
 @dataclass
@@ -50,17 +51,24 @@ class _Ranking:
         now = {f: tags for f in self.by_file if f not in excluded and (tags := index.files.get(f)) is not None}
         if before is not None and before.tags.keys() == now.keys():
             changed = {f for f, tags in now.items() if before.tags[f] is not tags}
-            items = before.items if not changed else [t for t in before.items if t[0] not in changed]
+            if not changed:
+                return before.ranked
+            items = [t for t in before.items if t[1] not in changed]
         else:
             changed, items = set(now), []
-        if changed:
-            items = items + [(f, d, score) for f in changed for name, score in self.by_file[f].items()
-                             for d in now[f].by_name.get(name, ())]
-            items.sort(key=lambda t: (-t[2], t[0], t[1].line))
+        for f in changed:
+            # rank_definitions sorts by (-score, file, line), stably: ties keep the order of the file's names
+            order = 0
+            for name, score in self.by_file[f].items():
+                for d in now[f].by_name.get(name, ()):
+                    items.append((-score, f, d.line, order, d))
+                    order += 1
+        items.sort()  # no two items compare equal up to the order: definitions are never compared
+        listed = _Listed(now, items, [(f, d) for _, f, _, _, d in items])
         if len(self.listed) >= MAX_ENTRIES:
             self.listed.pop(next(iter(self.listed)))
-        self.listed[excluded] = _Listed(now, items)
-        return [(f, d) for f, d, _ in items]
+        self.listed[excluded] = listed
+        return listed.ranked
 
 
 @dataclass
