@@ -14,6 +14,7 @@ from __future__ import annotations
 import heapq
 import logging
 import re
+import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -108,23 +109,26 @@ class ParseCache:
         self._files: dict[str, tuple[str, FileTags | None, _Parsed]] = {}
         self._modules: tuple[tuple[str, ...], dict[str, list[str]]] | None = None
         self._max = max_files
+        self._lock = threading.Lock()  # a prefetch and a fix may walk at once, on two threads
 
     def parsed(self, path: str, text: str, tags: FileTags | None) -> _Parsed:
-        hit = self._files.get(path)
-        if hit is not None and hit[1] is tags and hit[0] == text:
-            return hit[2]
-        parsed = _Parsed(path, text, language_for(path), list(tags.defs) if tags is not None else None)
-        self._files.pop(path, None)
-        while len(self._files) >= self._max:
-            self._files.pop(next(iter(self._files)))
-        self._files[path] = (text, tags, parsed)
-        return parsed
+        with self._lock:
+            hit = self._files.get(path)
+            if hit is not None and hit[1] is tags and hit[0] == text:
+                return hit[2]
+            parsed = _Parsed(path, text, language_for(path), list(tags.defs) if tags is not None else None)
+            self._files.pop(path, None)
+            while len(self._files) >= self._max:
+                self._files.pop(next(iter(self._files)))
+            self._files[path] = (text, tags, parsed)
+            return parsed
 
     def modules(self, index: TagIndex) -> dict[str, list[str]]:
         files = tuple(index.files)
-        if self._modules is None or self._modules[0] != files:
-            self._modules = (files, _module_table(files))
-        return self._modules[1]
+        modules = self._modules
+        if modules is None or modules[0] != files:
+            modules = self._modules = (files, _module_table(files))  # replaced whole: a reader keeps its own
+        return modules[1]
 
 
 def _module_table(files: Iterable[str]) -> dict[str, list[str]]:

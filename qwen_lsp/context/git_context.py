@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import threading
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,6 +23,7 @@ from qwen_lsp.context.headlines import to_head
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+_MISSING = object()
 
 try:  # gitpython raises at import when no git executable is on PATH
     import git
@@ -156,6 +158,7 @@ class GitCache:
         self._histories: dict[tuple, FileHistory] = {}
         self._head_texts: dict[tuple, list[str] | None] = {}
         self._memo: dict[tuple, Any] = {}
+        self._lock = threading.Lock()
         self._max = max_entries
 
     def repo(self, workspace: Path) -> git.Repo | None:
@@ -190,11 +193,14 @@ class GitCache:
     def memo(self, key: tuple, build: Callable[[], T]) -> T:
         """`build()`'s value kept under `key`, which must name everything it depends on. The value
         is shared by every caller: read it, never change it."""
-        if key not in self._memo:
-            if len(self._memo) >= self._max:
-                self._memo.pop(next(iter(self._memo)))
-            self._memo[key] = build()
-        return self._memo[key]
+        hit = self._memo.get(key, _MISSING)
+        if hit is _MISSING:
+            hit = build()  # outside the lock: git takes its time; two threads may both ask it
+            with self._lock:
+                while len(self._memo) >= self._max:
+                    self._memo.pop(next(iter(self._memo)))
+                self._memo[key] = hit
+        return hit
 
     def history(self, key: tuple, build) -> FileHistory:
         hit = self._histories.get(key)

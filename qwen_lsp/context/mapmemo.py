@@ -17,6 +17,7 @@ work is skipped. Pure computation over the index's objects, no I/O."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -81,12 +82,12 @@ class _Fitted:
 
 
 class MapMemo:
-    """Rankings and fitted maps of one live index (used under its callers' requests, any thread:
-    an entry is replaced whole, never changed)."""
+    """Rankings and fitted maps of one live index (one request at a time: a lock)."""
 
     def __init__(self) -> None:
         self._rankings: dict[tuple, _Ranking] = {}
         self._fitted: dict[tuple, _Fitted] = {}
+        self._lock = threading.Lock()  # a prefetch and a fix may assemble at once, on two threads
 
     def repo_map(
         self, index: TagIndex, graph: RefGraph, budget: int, *, focus_files: Iterable[str] = (),
@@ -96,6 +97,11 @@ class MapMemo:
         are unchanged."""
         if budget <= 0:
             return ""
+        with self._lock:
+            return self._repo_map(index, graph, budget, focus_files, mentioned, exclude, imported)
+
+    def _repo_map(self, index: TagIndex, graph: RefGraph, budget: int, focus_files: Iterable[str],
+                  mentioned: Iterable[str], exclude: Iterable[str], imported: Iterable[str]) -> str:
         focus = tuple(dict.fromkeys(focus_files))
         names = tuple(sorted(set(mentioned)))
         imports = tuple(sorted(set(imported)))
