@@ -345,7 +345,7 @@ def _parse_bytes(data: bytes, lang: str) -> Tree | None:
 # entry holds its tree, so the id it is found by is that tree's for as long as the entry lives.
 _SOURCES: dict[int, tuple[Tree, bytes]] = {}
 _SOURCES_LOCK = threading.Lock()
-MAX_SOURCES = 64  # more than _parse_bytes keeps: a tree a caller still holds finds its source
+MAX_SOURCES = 32  # as many as _parse_bytes keeps: a tree held longer reads its texts through Node.text
 
 
 def _remember_source(tree: Tree, data: bytes) -> None:
