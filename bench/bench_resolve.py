@@ -16,6 +16,7 @@ pause is not counted: the clock starts at `codeAction/resolve`.
 
     python bench/bench_resolve.py                    # downloads Django's sdist with pip
     python bench/bench_resolve.py --django /path/to/Django-5.1.4
+    python bench/bench_resolve.py --django /path/to/Django-5.1.4 --assembly-only   # in-process CPU, ~30 s
 Each row also gives the language server's CPU time per warm fix (from the didChange to the fix's
 end, /proc/<pid>/stat, mean and p95): on a machine other work keeps busy, a steadier figure than wall time.
 Figures only, no pass/fail. Goal (issue 28): warm p95 < 50 ms at 0.3 s and < 100 ms at 0 s on Django,
@@ -198,17 +199,59 @@ async def bench(django: Path, rounds: int, pauses: list[float]) -> None:
         double.wait()
 
 
+def assembly_cpu(root: Path, files: list[str], rounds: int) -> list[float]:
+    """CPU seconds of each warm at-once assembly, in this process: the live index of `root`, the same
+    edits and terminal failures as a fix round, `prompt.assemble` called directly (what a resolve at
+    0 s waits for, without the server around it; steadier than wall time on a shared machine)."""
+    from qwen_lsp.context import prompt
+    from qwen_lsp.context.index import WorkspaceIndex
+    from qwen_lsp.engine.prompts import SYSTEM
+    from qwen_lsp.engine.tools import TOOLS
+    from qwen_lsp.settings import Settings
+    from qwen_lsp.types import Task
+
+    with tempfile.TemporaryDirectory(prefix="qwen-bench-cache-") as cache:
+        settings = Settings(cache_dir=Path(cache))
+        live = WorkspaceIndex(root, cache_dir=Path(cache))
+        live.load()
+        buffers = {rel: (root / rel).read_text() for rel in files}
+        edits: dict[str, int] = {}
+        cpu: list[float] = []
+        for round_no in range(rounds + 1):
+            for rel, line in targets(root, files):
+                edits[rel] = edits.get(rel, 0) + 1
+                buffers[rel] = f"# edit {edits[rel]}\n" + buffers[rel]
+                live.set_text(rel, buffers[rel])
+                output = (f"Traceback (most recent call last):\n  File \"{root / rel}\", line {line + edits[rel] + 1}, in f\n"
+                          f"    x()\nRuntimeError: bench failure {round_no} in {rel}\n")
+                task = Task.for_command("python -m bench", 1, output, "")
+                started = time.process_time()
+                prompt.assemble(task, root, settings, system=SYSTEM, tools=TOOLS, read_file=buffers.get, live=live)
+                if round_no > 0:
+                    cpu.append(time.process_time() - started)
+        return cpu
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--django", type=Path, help="an extracted Django 5.1.4 tree (default: download the sdist)")
     parser.add_argument("--rounds", type=int, default=6, help="warm rounds over the eight failures")
     parser.add_argument("--pause", type=float, action="append",
                         help="seconds between listing the actions and resolving one (repeatable; default: 0 and 0.3)")
+    parser.add_argument("--assembly-only", action="store_true",
+                        help="only the CPU time of each warm at-once assembly, in-process on Django (no server)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="qwen-bench-django-") as tmp:
         django = args.django.resolve() if args.django else fetch_django(Path(tmp))
         if not args.django:
             git_init(django)
+        if args.assembly_only:
+            median, p95 = summary(assembly_cpu(django, DJANGO_FILES, args.rounds))
+            print(f"at-once assembly on Django, in-process CPU ({args.rounds} warm rounds x 8 failures): "
+                  f"median {median:.1f} ms, p95 {p95:.1f} ms")
+            figure("assembly CPU median, django", median, "ms")
+            figure("assembly CPU p95, django", p95, "ms")
+            return
         asyncio.run(bench(django, args.rounds, args.pause or [0.0, 0.3]))
 
 
