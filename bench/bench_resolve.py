@@ -16,6 +16,9 @@ pause is not counted: the clock starts at `codeAction/resolve`.
 
     python bench/bench_resolve.py                    # downloads Django's sdist with pip
     python bench/bench_resolve.py --django /path/to/Django-5.1.4
+    python bench/bench_resolve.py --django /path/to/Django-5.1.4 --assembly-only   # in-process CPU, ~30 s
+Each row also gives the language server's CPU time per warm fix (from the didChange to the fix's
+end, /proc/<pid>/stat, mean and p95): on a machine other work keeps busy, a steadier figure than wall time.
 Figures only, no pass/fail. Goal (issue 28): warm p95 < 50 ms at 0.3 s and < 100 ms at 0 s on Django,
 Django/tiny ratio < 3.
 """
@@ -25,6 +28,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -72,7 +76,15 @@ def targets(root: Path, files: list[str]) -> list[tuple[str, int]]:
     return out
 
 
-async def fix_latencies(root: Path, files: list[str], double_url: str, rounds: int, pause: float) -> tuple[float, list[float]]:
+def server_cpu(client) -> float:
+    """CPU seconds the language server process has used (its threads, not its children): a figure a
+    busy machine disturbs less than wall time."""
+    fields = Path(f"/proc/{client._server.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+
+
+async def fix_latencies(root: Path, files: list[str], double_url: str, rounds: int, pause: float,
+                        cpu: list[float] | None = None) -> tuple[float, list[float]]:
     root_url = double_url.removesuffix("/v1")
     plan, finish = {"content": json.dumps(PLAN)}, {"tool_calls": [{"name": "finish", "arguments": {"summary": "bench"}}]}
     client = recording_client()
@@ -90,6 +102,7 @@ async def fix_latencies(root: Path, files: list[str], double_url: str, rounds: i
             for round_no in range(rounds + 1):
                 for rel, line in targets(root, files):
                     uri = file_uri(root, rel)
+                    cpu_before = server_cpu(client)
                     if rel not in versions:
                         versions[rel] = 1
                         client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(
@@ -122,6 +135,8 @@ async def fix_latencies(root: Path, files: list[str], double_url: str, rounds: i
                     if not first:
                         raise RuntimeError(f"no model request for {rel}")
                     latencies.append(first[0]["time"] - started)
+                    if cpu is not None and round_no > 0:
+                        cpu.append(server_cpu(client) - cpu_before)
                     print(f"  {root.name} round {round_no} {rel}: {latencies[-1] * 1000:.0f} ms to the first request, "
                           f"{time.time() - started:.1f} s for the fix", flush=True)
             await client.shutdown_session()
@@ -163,15 +178,17 @@ async def bench(django: Path, rounds: int, pauses: list[float]) -> None:
             rows = {}
             for pause in pauses:
                 for name, root, files in (("django", django, DJANGO_FILES), ("tiny", tiny, tiny_files[:8])):
-                    cold, warm = await fix_latencies(root, files, base_url, rounds, pause)
-                    rows[(pause, name)] = (cold, *summary(warm))
-        print(f"codeAction/resolve -> first model request ({rounds} warm rounds x 8 failures)")
-        print(f"{'pause':>6} {'repo':<8} {'cold':>10} {'warm median':>12} {'warm p95':>10}")
-        for (pause, name), (cold, median, p95) in rows.items():
-            print(f"{pause:5.1f}s {name:<8} {cold * 1000:8.0f}ms {median:10.1f}ms {p95:8.1f}ms")
+                    cpu: list[float] = []
+                    cold, warm = await fix_latencies(root, files, base_url, rounds, pause, cpu)
+                    rows[(pause, name)] = (cold, *summary(warm), statistics.mean(cpu) * 1000, summary(cpu)[1])
+        print(f"codeAction/resolve -> first model request ({rounds} warm rounds x 8 failures); the server's CPU per fix")
+        print(f"{'pause':>6} {'repo':<8} {'cold':>10} {'warm median':>12} {'warm p95':>10} {'cpu mean':>11} {'cpu p95':>9}")
+        for (pause, name), (cold, median, p95, cpu_mean, cpu_p95) in rows.items():
+            print(f"{pause:5.1f}s {name:<8} {cold * 1000:8.0f}ms {median:10.1f}ms {p95:8.1f}ms {cpu_mean:9.0f}ms {cpu_p95:7.0f}ms")
             figure(f"resolve->first request cold, {name}, pause {pause:g} s", cold * 1000, "ms")
             figure(f"resolve->first request warm median, {name}, pause {pause:g} s", median, "ms")
             figure(f"resolve->first request warm p95, {name}, pause {pause:g} s", p95, "ms")
+            figure(f"server CPU per warm fix mean, {name}, pause {pause:g} s", cpu_mean, "ms")
         for pause in pauses:
             tiny_p95 = rows[(pause, "tiny")][2]
             ratio = rows[(pause, "django")][2] / tiny_p95 if tiny_p95 else float("inf")
@@ -182,17 +199,59 @@ async def bench(django: Path, rounds: int, pauses: list[float]) -> None:
         double.wait()
 
 
+def assembly_cpu(root: Path, files: list[str], rounds: int) -> list[float]:
+    """CPU seconds of each warm at-once assembly, in this process: the live index of `root`, the same
+    edits and terminal failures as a fix round, `prompt.assemble` called directly (what a resolve at
+    0 s waits for, without the server around it; steadier than wall time on a shared machine)."""
+    from qwen_lsp.context import prompt
+    from qwen_lsp.context.index import WorkspaceIndex
+    from qwen_lsp.engine.prompts import SYSTEM
+    from qwen_lsp.engine.tools import TOOLS
+    from qwen_lsp.settings import Settings
+    from qwen_lsp.types import Task
+
+    with tempfile.TemporaryDirectory(prefix="qwen-bench-cache-") as cache:
+        settings = Settings(cache_dir=Path(cache))
+        live = WorkspaceIndex(root, cache_dir=Path(cache))
+        live.load()
+        buffers = {rel: (root / rel).read_text() for rel in files}
+        edits: dict[str, int] = {}
+        cpu: list[float] = []
+        for round_no in range(rounds + 1):
+            for rel, line in targets(root, files):
+                edits[rel] = edits.get(rel, 0) + 1
+                buffers[rel] = f"# edit {edits[rel]}\n" + buffers[rel]
+                live.set_text(rel, buffers[rel])
+                output = (f"Traceback (most recent call last):\n  File \"{root / rel}\", line {line + edits[rel] + 1}, in f\n"
+                          f"    x()\nRuntimeError: bench failure {round_no} in {rel}\n")
+                task = Task.for_command("python -m bench", 1, output, "")
+                started = time.process_time()
+                prompt.assemble(task, root, settings, system=SYSTEM, tools=TOOLS, read_file=buffers.get, live=live)
+                if round_no > 0:
+                    cpu.append(time.process_time() - started)
+        return cpu
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--django", type=Path, help="an extracted Django 5.1.4 tree (default: download the sdist)")
     parser.add_argument("--rounds", type=int, default=6, help="warm rounds over the eight failures")
     parser.add_argument("--pause", type=float, action="append",
                         help="seconds between listing the actions and resolving one (repeatable; default: 0 and 0.3)")
+    parser.add_argument("--assembly-only", action="store_true",
+                        help="only the CPU time of each warm at-once assembly, in-process on Django (no server)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="qwen-bench-django-") as tmp:
         django = args.django.resolve() if args.django else fetch_django(Path(tmp))
         if not args.django:
             git_init(django)
+        if args.assembly_only:
+            median, p95 = summary(assembly_cpu(django, DJANGO_FILES, args.rounds))
+            print(f"at-once assembly on Django, in-process CPU ({args.rounds} warm rounds x 8 failures): "
+                  f"median {median:.1f} ms, p95 {p95:.1f} ms")
+            figure("assembly CPU median, django", median, "ms")
+            figure("assembly CPU p95, django", p95, "ms")
+            return
         asyncio.run(bench(django, args.rounds, args.pause or [0.0, 0.3]))
 
 

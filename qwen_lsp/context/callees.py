@@ -14,6 +14,7 @@ from __future__ import annotations
 import heapq
 import logging
 import re
+import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ from qwen_lsp.context.callsites import (
     Binding, Site, call_sites, elide_docstrings, filter_names, module_file_candidates, python_bindings, words_of_test_name,
 )
 from qwen_lsp.context.ranking import GENERIC_NAMES
-from qwen_lsp.context.repomap import TagIndex
+from qwen_lsp.context.repomap import FileTags, TagIndex
 from qwen_lsp.context.source import enclosing
 from qwen_lsp.context.treesitter import CONTAINER_KINDS, Definition, definitions, language_for, parse
 from qwen_lsp.llm.tokens import count_tokens, truncate_to_tokens
@@ -35,6 +36,7 @@ log = logging.getLogger(__name__)
 ReadFile = Callable[[str], str | None]
 
 MAX_DEPTH = 3  # calls followed below a start
+MAX_CACHED_FILES = 256  # parses a ParseCache keeps (a walk reads a few dozen files)
 MAX_VISITS = 160  # definitions expanded per walk: bounds the work on a huge call graph
 MAX_AMBIGUOUS = 6  # a method name defined in more places than this is not followed through the index
 MAX_CLASS_CHECKS = 60  # ... except into reached classes, checked among at most this many definitions
@@ -86,19 +88,70 @@ class _Parsed:
 
     def classes_of(self, d: Definition) -> Definition | None:
         """The class immediately around `d`, if any."""
-        outer = [c for c in self.defs if c.kind in CONTAINER_KINDS and c.line < d.line <= c.end_line and c.depth == d.depth - 1]
-        return outer[-1] if outer else None
+        return _class_around(self.defs, d)
 
     def members(self, cls: Definition, name: str) -> list[Definition]:
         return [d for d in self.defs if d.name == name and cls.line < d.line <= cls.end_line and d.depth == cls.depth + 1]
 
 
-class CalleeWalk:
-    """One walk over the call graph below a set of starts, with its parsed files."""
+def _class_around(defs: list[Definition], d: Definition) -> Definition | None:
+    """The class immediately around `d` among a file's `defs`, if any."""
+    outer = [c for c in defs if c.kind in CONTAINER_KINDS and c.line < d.line <= c.end_line and c.depth == d.depth - 1]
+    return outer[-1] if outer else None
 
-    def __init__(self, index: TagIndex, read: ReadFile) -> None:
+
+class ParseCache:
+    """Parsed files and the module table across walks, for a long-lived process (the language server,
+    one per workspace): a file's parse serves while its text and its tags are the ones it was parsed
+    from, the module table while the index has the same files. Parses are read-only to the walks."""
+
+    def __init__(self, max_files: int = MAX_CACHED_FILES) -> None:
+        self._files: dict[str, tuple[str, FileTags | None, _Parsed]] = {}
+        self._modules: tuple[tuple[str, ...], dict[str, list[str]]] | None = None
+        self._max = max_files
+        self._lock = threading.Lock()  # a prefetch and a fix may walk at once, on two threads
+
+    def parsed(self, path: str, text: str, tags: FileTags | None) -> _Parsed:
+        with self._lock:
+            hit = self._files.get(path)
+            if hit is not None and hit[1] is tags and hit[0] == text:
+                return hit[2]
+            parsed = _Parsed(path, text, language_for(path), list(tags.defs) if tags is not None else None)
+            self._files.pop(path, None)
+            while len(self._files) >= self._max:
+                self._files.pop(next(iter(self._files)))
+            self._files[path] = (text, tags, parsed)
+            return parsed
+
+    def modules(self, index: TagIndex) -> dict[str, list[str]]:
+        files = tuple(index.files)
+        modules = self._modules
+        if modules is None or modules[0] != files:
+            modules = self._modules = (files, _module_table(files))  # replaced whole: a reader keeps its own
+        return modules[1]
+
+
+def _module_table(files: Iterable[str]) -> dict[str, list[str]]:
+    """Dotted module name -> the workspace's Python files that may be it."""
+    table: dict[str, list[str]] = defaultdict(list)
+    for f in files:
+        if f.endswith(".py"):
+            parts = f[:-3].split("/")
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            for k in range(len(parts)):  # src/pkg/mod.py is pkg.mod and mod as well
+                table[".".join(parts[k:])].append(f)
+    return table
+
+
+class CalleeWalk:
+    """One walk over the call graph below a set of starts, with its parsed files (from `cache`, when
+    the caller keeps one across walks)."""
+
+    def __init__(self, index: TagIndex, read: ReadFile, cache: ParseCache | None = None) -> None:
         self.index = index
         self.read = read
+        self.cache = cache
         self._files: dict[str, _Parsed | None] = {}
         self._modules: dict[str, list[str]] | None = None
         self.classes: set[str] = set()  # classes reached: their methods win an ambiguous x.m()
@@ -116,19 +169,14 @@ class CalleeWalk:
             return None
         # The index's tags are the definitions of the text it read (the live index applies buffers first).
         tags = self.index.files.get(path)
+        if self.cache is not None:
+            return self.cache.parsed(path, text, tags)
         return _Parsed(path, text, language_for(path), list(tags.defs) if tags is not None else None)
 
     def module_paths(self, importer: str, module: str) -> list[str]:
         """Files of the workspace that `module` (imported from `importer`) may be."""
         if self._modules is None:
-            self._modules = defaultdict(list)
-            for f in self.index.files:
-                if f.endswith(".py"):
-                    parts = f[:-3].split("/")
-                    if parts[-1] == "__init__":
-                        parts = parts[:-1]
-                    for k in range(len(parts)):  # src/pkg/mod.py is pkg.mod and mod as well
-                        self._modules[".".join(parts[k:])].append(f)
+            self._modules = self.cache.modules(self.index) if self.cache is not None else _module_table(self.index.files)
         if module.startswith("."):
             return [c for c in module_file_candidates(importer, module) if c in self.index.files]
         return self._modules.get(module, [])
@@ -168,7 +216,7 @@ class CalleeWalk:
         # of a class this walk reached: `spec = SpecifierSet(); spec.filter()`.
         if not self.classes or len(found) > MAX_CLASS_CHECKS:
             return []
-        return [t for t in found if t[1].depth > 0 and self._class_name(*t) in self.classes]
+        return [t for t in found if self._of_reached_class(*t)]
 
     def resolve(self, p: _Parsed, cls: Definition | None, site: Site, caller: Definition | None = None) -> list[tuple[str, Definition]]:
         """Definitions `site` (in file p, inside class cls, in function caller) may mean, best guesses only."""
@@ -263,7 +311,7 @@ class CalleeWalk:
                 targets = self._without_overloads(targets)
                 if not targets:
                     continue
-                preferred = [t for t in targets if (c := self._class_name(*t)) is not None and c in self.classes]
+                preferred = [t for t in targets if self._of_reached_class(*t)]
                 targets = preferred or targets
                 share = 1.0 / len(targets)
                 for tp, td in targets:
@@ -281,6 +329,18 @@ class CalleeWalk:
             if key not in last or d.line > last[key][1].line:
                 last[key] = (path, d)
         return targets if len(last) == len(targets) else sorted(last.values(), key=lambda t: (t[0], t[1].line))
+
+    def _of_reached_class(self, path: str, d: Definition) -> bool:
+        """`_class_name(path, d) in self.classes`, without reading the file when its tags already say
+        no: most candidates of an ambiguous name are methods of classes the walk never reached."""
+        if d.depth == 0:
+            return False
+        tags = self.index.files.get(path)
+        if tags is not None:  # the walk's definitions of a file are its tags' (see _parse)
+            c = _class_around(tags.defs, d)
+            if c is None or c.name not in self.classes:
+                return False
+        return self._class_name(path, d) in self.classes
 
     def _class_name(self, path: str, d: Definition) -> str | None:
         p = self.parsed(path)

@@ -15,6 +15,7 @@ from functools import cache
 from tree_sitter import Query, QueryCursor, Tree
 
 from qwen_lsp.context.grammars import get_language
+from qwen_lsp.context.treesitter import node_text, source_of
 
 log = logging.getLogger(__name__)
 
@@ -111,13 +112,14 @@ def _queries(lang: str) -> tuple[Query, ...]:
         return ()
 
 
-def _text(node) -> str:
-    return (node.text or b"").decode("utf-8", "replace")
+def _text(node, source: bytes | None) -> str:
+    return node_text(node, source).decode("utf-8", "replace")
 
 
 def call_sites(tree: Tree, lang: str, start_line: int, end_line: int) -> list[Site]:
     """Sites in lines start_line..end_line (1-based, inclusive), in source order, one per (name, receiver, kind)."""
     found: dict[tuple[str, str | None, str], Site] = {}
+    source = source_of(tree)
     for query in _queries(lang):
         cursor = QueryCursor(query)
         cursor.set_point_range((max(0, start_line - 1), 0), (end_line, 0))
@@ -128,10 +130,10 @@ def call_sites(tree: Tree, lang: str, start_line: int, end_line: int) -> list[Si
                     line = node.start_point[0] + 1
                     if not start_line <= line <= end_line:
                         continue
-                    receiver = " ".join(_text(recv[0]).split()) if recv else None
+                    receiver = " ".join(_text(recv[0], source).split()) if recv else None
                     if receiver is not None and len(receiver) > 80:
                         receiver = "?"  # a call chain or a literal: its type is unknown
-                    key = (_text(node), receiver, kind)
+                    key = (_text(node, source), receiver, kind)
                     if key not in found:
                         found[key] = Site(name=key[0], receiver=receiver, kind=kind, line=line)
     return sorted(found.values(), key=lambda s: s.line)
@@ -140,28 +142,29 @@ def call_sites(tree: Tree, lang: str, start_line: int, end_line: int) -> list[Si
 def python_bindings(tree: Tree) -> dict[str, Binding]:
     """Names the module's top-level imports bind (later imports win, as at run time)."""
     out: dict[str, Binding] = {}
+    source = source_of(tree)
     for node in tree.root_node.children:
         if node.type == "import_statement":
             for child in node.children_by_field_name("name"):
                 if child.type == "aliased_import":
                     dotted, alias = child.child_by_field_name("name"), child.child_by_field_name("alias")
                     if dotted is not None and alias is not None:
-                        out[_text(alias)] = Binding(_text(dotted), None)
+                        out[_text(alias, source)] = Binding(_text(dotted, source), None)
                 else:
-                    dotted = _text(child)
+                    dotted = _text(child, source)
                     out[dotted.split(".")[0]] = Binding(dotted.split(".")[0], None)
         elif node.type == "import_from_statement":
             module_node = node.child_by_field_name("module_name")
             if module_node is None:
                 continue
-            module = "".join(_text(module_node).split())
+            module = "".join(_text(module_node, source).split())
             for child in node.children_by_field_name("name"):
                 if child.type == "aliased_import":
                     name, alias = child.child_by_field_name("name"), child.child_by_field_name("alias")
                     if name is not None and alias is not None:
-                        out[_text(alias)] = Binding(module, _text(name))
+                        out[_text(alias, source)] = Binding(module, _text(name, source))
                 else:
-                    out[_text(child)] = Binding(module, _text(child))
+                    out[_text(child, source)] = Binding(module, _text(child, source))
     return out
 
 
@@ -244,6 +247,7 @@ def filter_names(tree: Tree, lang: str | None, start_line: int, end_line: int) -
     cursor = QueryCursor(query)
     cursor.set_point_range((max(0, start_line - 1), 0), (end_line, 0))
     out: list[str] = []
+    source = source_of(tree)
     for node in cursor.captures(tree.root_node).get("s", []):
-        out.extend(re.findall(r"\|\s*([A-Za-z_]\w+)", _text(node)))
+        out.extend(re.findall(r"\|\s*([A-Za-z_]\w+)", _text(node, source)))
     return list(dict.fromkeys(out))

@@ -12,12 +12,14 @@ from __future__ import annotations
 import logging
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 from unidiff import PatchSet
 
+from qwen_lsp.context.git_context import GitCache, file_stamp, head_sha
 from qwen_lsp.context.treesitter import language_for
 from qwen_lsp.gitio import GitError, git
 from qwen_lsp.llm.tokens import count_tokens
@@ -34,6 +36,7 @@ OTHER_FILE = 0.05  # an uncommitted hunk of a file the failure does not reach: s
 SUSPECT = 0.7  # a changed function in a reached file, among the callees (a direct call scores 0.6)
 RECENCY = 0.8  # per commit further back
 _LOG_FORMAT = "--format=%x1e%h%x1f%ad%x1f%an%x1f%s"
+_DIFF_ARGS = ("--no-color", "--no-ext-diff", "--no-textconv", "--src-prefix=a/", "--dst-prefix=b/", "--unified=3")
 
 
 class Hunk(BaseModel):
@@ -95,30 +98,66 @@ def _run(root: Path, *args: str) -> str | None:
         return None
 
 
-def read_changes(workspace: Path, paths: list[str], *, max_commits: int = MAX_COMMITS) -> list[Change]:
-    """The working tree's changes, then the newest commits: the last LATEST_COMMITS whatever they touch and
-    the last `max_commits` touching `paths` (workspace-relative, best first), newest first. Empty outside
-    a repository."""
-    top = _run(workspace, "rev-parse", "--show-toplevel")
-    if not top:
-        return []
-    root = Path(top.strip())
+@dataclass(frozen=True)
+class Where:
+    """The repository a workspace is in: its top, the workspace's path inside it, and HEAD."""
+
+    root: Path
+    prefix: str  # "" when the workspace is the repository's top
+    head: str | None  # full sha; None before the first commit
+
+
+def locate(workspace: Path, cache: GitCache | None = None) -> Where | None:
+    """Where `workspace` is in its repository; None outside one. With a `cache` (the language
+    server's), read in-process from the repository GitPython opened, else asked of git."""
+    if cache is not None:
+        repo = cache.repo(workspace)
+        if repo is None or repo.working_tree_dir is None:
+            return None
+        root, head = Path(repo.working_tree_dir), head_sha(repo)
+    else:
+        top = _run(workspace, "rev-parse", "--show-toplevel")
+        if not top:
+            return None
+        root = Path(top.strip())
+        head = (_run(root, "rev-parse", "--verify", "--quiet", "HEAD") or "").strip() or None
     try:
         prefix = Path(os.path.realpath(workspace)).relative_to(os.path.realpath(root)).as_posix()
     except ValueError:
+        return None
+    return Where(root, "" if prefix == "." else prefix, head)
+
+
+def worktree_changes(where: Where) -> list[Change]:
+    """The working tree's diff against HEAD (staged and unstaged), as one change: it depends on every
+    file on disk, so it is read afresh each time (one `git diff`)."""
+    wt = _run(where.root, "diff", "HEAD" if where.head else "--cached", *_DIFF_ARGS)
+    if wt and (hunks := parse_hunks(wt, where.prefix)):
+        return [Change(label="Uncommitted changes (staged and unstaged)", age=0, hunks=hunks)]
+    return []
+
+
+def commit_changes(where: Where, paths: list[str], *, max_commits: int = MAX_COMMITS,
+                   cache: GitCache | None = None) -> list[Change]:
+    """The newest commits: the last LATEST_COMMITS whatever they touch and the last `max_commits`
+    touching `paths`, newest first. They depend on HEAD (and on how much history a shallow clone
+    has), not on the working tree: with a `cache` they are read once per HEAD and paths. The
+    changes returned are shared with the cache: read them, do not change them."""
+    if not where.head or not paths or max_commits <= 0:
         return []
-    prefix = "" if prefix == "." else prefix
-    diff_args = ("--no-color", "--no-ext-diff", "--no-textconv", "--src-prefix=a/", "--dst-prefix=b/", "--unified=3")
-    has_head = _run(root, "rev-parse", "--verify", "--quiet", "HEAD") is not None
-    wt = _run(root, "diff", "HEAD" if has_head else "--cached", *diff_args)
-    out: list[Change] = []
-    if wt and (hunks := parse_hunks(wt, prefix)):
-        out.append(Change(label="Uncommitted changes (staged and unstaged)", age=0, hunks=hunks))
-    if not has_head or not paths or max_commits <= 0:
-        return out
-    specs = [f"{prefix}/{p}" if prefix else p for p in paths[:MAX_LOG_PATHS]]
+    specs = tuple(f"{where.prefix}/{p}" if where.prefix else p for p in paths[:MAX_LOG_PATHS])
+    if cache is None:
+        return _commit_changes(where, specs, max_commits)
+    common = cache.common_dir(where.root)
+    shallow = file_stamp(common / "shallow") if common is not None else None
+    key = ("commits", str(where.root), where.head, shallow, where.prefix, specs, max_commits)
+    return list(cache.memo(key, lambda: _commit_changes(where, specs, max_commits)))
+
+
+def _commit_changes(where: Where, specs: tuple[str, ...], max_commits: int) -> list[Change]:
+    root, prefix = where.root, where.prefix
     # Modified (and renamed) files only: a commit adding a file shows its code, not a change to it.
-    log_args = ("--no-merges", "--date=short", _LOG_FORMAT, "-p", "--diff-filter=MR", *diff_args)
+    log_args = ("--no-merges", "--date=short", _LOG_FORMAT, "-p", "--diff-filter=MR", *_DIFF_ARGS)
     # The last commits whatever they touch (the user's own latest work), then those of the reached files.
     latest = _run(root, "log", f"-n{LATEST_COMMITS}", *log_args, "--", prefix or ".")
     reached = _run(root, "log", f"-n{max_commits}", *log_args, "--", *specs)
@@ -142,10 +181,30 @@ def read_changes(workspace: Path, paths: list[str], *, max_commits: int = MAX_CO
     order = (_run(root, "rev-list", "--no-merges", f"-n{max_commits * 50}", "HEAD") or "").split()
     position = {full[:12]: i for i, full in enumerate(order)}
 
-    def where(sha: str) -> int:
+    def where_in(sha: str) -> int:
         return next((i for full, i in position.items() if full.startswith(sha) or sha.startswith(full)), len(order))
 
-    return out + sorted(found.values(), key=lambda c: where(c.label.split()[1]))
+    return sorted(found.values(), key=lambda c: where_in(c.label.split()[1]))
+
+
+def read_worktree(workspace: Path, cache: GitCache | None = None) -> tuple[Where | None, list[Change]]:
+    """Where the workspace is, and its working tree's changes (the part of `read_changes` that needs
+    no paths: the language server starts it first, on another thread)."""
+    where = locate(workspace, cache)
+    return where, worktree_changes(where) if where is not None else []
+
+
+def read_changes(
+    workspace: Path, paths: list[str], *, max_commits: int = MAX_COMMITS, cache: GitCache | None = None,
+    worktree: Callable[[], tuple[Where | None, list[Change]]] | None = None,
+) -> list[Change]:
+    """The working tree's changes, then the newest commits: the last LATEST_COMMITS whatever they touch and
+    the last `max_commits` touching `paths` (workspace-relative, best first), newest first. Empty outside
+    a repository. `worktree`: gives `read_worktree`'s answer, read ahead; `cache`: see `commit_changes`."""
+    where, out = worktree() if worktree is not None else read_worktree(workspace, cache)
+    if where is None:
+        return []
+    return out + commit_changes(where, paths, max_commits=max_commits, cache=cache)
 
 
 def changed_functions(changes: list[Change], reach: Reach, *, limit: int = 4) -> list[tuple[str, int, float, str]]:

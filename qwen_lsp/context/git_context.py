@@ -10,15 +10,20 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import threading
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
 
 from qwen_lsp.context.headlines import to_head
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+_MISSING = object()
 
 try:  # gitpython raises at import when no git executable is on PATH
     import git
@@ -152,6 +157,8 @@ class GitCache:
         self._repos: dict[str, git.Repo | None] = {}
         self._histories: dict[tuple, FileHistory] = {}
         self._head_texts: dict[tuple, list[str] | None] = {}
+        self._memo: dict[tuple, Any] = {}
+        self._lock = threading.Lock()
         self._max = max_entries
 
     def repo(self, workspace: Path) -> git.Repo | None:
@@ -166,7 +173,7 @@ class GitCache:
         repo = self.repo(workspace)
         if repo is None:
             return ()
-        return _head_sha(repo), _stamp(Path(repo.git_dir) / "index")
+        return head_sha(repo), file_stamp(Path(repo.git_dir) / "index")
 
     def head_lines(self, repo: git.Repo, head: str, in_repo: str) -> list[str] | None:
         """HEAD's version of a file, by line (one `git show` per file and HEAD)."""
@@ -178,6 +185,23 @@ class GitCache:
             self._head_texts[key] = text.splitlines() if text is not None else None
         return self._head_texts[key]
 
+    def common_dir(self, workspace: Path) -> Path | None:
+        """The repository's common git directory (a worktree's is its main repository's)."""
+        repo = self.repo(workspace)
+        return Path(repo.common_dir) if repo is not None else None
+
+    def memo(self, key: tuple, build: Callable[[], T]) -> T:
+        """`build()`'s value kept under `key`, which must name everything it depends on. The value
+        is shared by every caller: read it, never change it."""
+        hit = self._memo.get(key, _MISSING)
+        if hit is _MISSING:
+            hit = build()  # outside the lock: git takes its time; two threads may both ask it
+            with self._lock:
+                while len(self._memo) >= self._max:
+                    self._memo.pop(next(iter(self._memo)))
+                self._memo[key] = hit
+        return hit
+
     def history(self, key: tuple, build) -> FileHistory:
         hit = self._histories.get(key)
         if hit is None:
@@ -187,7 +211,7 @@ class GitCache:
         return hit.model_copy(deep=True)
 
 
-def _head_sha(repo: git.Repo) -> str | None:
+def head_sha(repo: git.Repo) -> str | None:
     # Read from HEAD and refs/packed-refs, no subprocess. Not `repo.head.commit`: that asks GitPython's
     # one `git cat-file` process, which two threads at once (a prefetch assembling while a fix computes
     # its key) can leave waiting forever on each other's answer.
@@ -197,7 +221,7 @@ def _head_sha(repo: git.Repo) -> str | None:
         return None
 
 
-def _stamp(path: Path) -> tuple[int, int] | None:
+def file_stamp(path: Path) -> tuple[int, int] | None:
     try:
         st = path.stat()
     except OSError:
@@ -261,14 +285,14 @@ def _cached_context(
     max_commits: int, diff_lines: int, read_file: Callable[[str], str | None] | None = None,
 ) -> GitContext:
     root = Path(repo.working_tree_dir or workspace)
-    head = _head_sha(repo)
+    head = head_sha(repo)
     git_dir = Path(repo.git_dir)
     ctx = GitContext(repo_root=str(root), head=head[:7] if head else None, shallow=(Path(repo.common_dir) / "shallow").exists())
     try:
         ctx.branch = None if repo.head.is_detached else repo.active_branch.name
     except Exception:
         ctx.branch = None
-    index_stamp = _stamp(git_dir / "index")
+    index_stamp = file_stamp(git_dir / "index")
     for relpath in dict.fromkeys(paths):
         abs_path = (workspace / relpath).resolve() if not os.path.isabs(relpath) else Path(relpath)
         try:

@@ -27,12 +27,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from qwen_lsp.context.callees import ParseCache
 from qwen_lsp.context.git_context import GitCache
+from qwen_lsp.context.mapmemo import MapMemo
 from qwen_lsp.context.ranking import RefGraph, build_graph, focus_imports, tags_shape, update_graph
-from qwen_lsp.context.repomap import MAX_FILE_BYTES, FileTags, TagIndex, build_index, extract_tags, list_files, repo_map
+from qwen_lsp.context.repomap import MAX_FILE_BYTES, FileTags, TagIndex, build_index, extract_tags, list_files
 from qwen_lsp.context.treesitter import language_for
 
-MAX_MEMO = 64  # rendered maps kept per index
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +55,7 @@ class WorkspaceIndex:
         self.workspace = Path(workspace)
         self.cache_dir = cache_dir
         self.git = GitCache()
+        self.parses = ParseCache()  # the callee walk's parsed files
         self._lock = threading.RLock()
         self._state = _State()
         self._loaded = False
@@ -62,8 +64,8 @@ class WorkspaceIndex:
         self._index_version = -1
         self._graph: RefGraph | None = None
         self._graph_version = -1
-        self._maps: dict[tuple, str] = {}
-        self._imports: dict[tuple[str, int], frozenset[str]] = {}
+        self._map_memo = MapMemo()  # maps across versions: most edits change nothing a map shows
+        self._imports: dict[str, tuple[str | None, frozenset[str]]] = {}  # rel -> (text, names it imports)
         self._too_large: dict[str, int] = {}  # open buffers over the size limit -> their size (characters)
 
     # -- loading and change events ---------------------------------------------------------
@@ -186,8 +188,6 @@ class WorkspaceIndex:
                     self._graph = build_graph(index)
                 self._state.dirty = {}
                 self._graph_version = self._index_version
-                self._maps.clear()
-                self._imports.clear()
             assert self._graph is not None
             return self._graph
 
@@ -195,37 +195,30 @@ class WorkspaceIndex:
         self, budget: int, *, focus_files: Iterable[str] = (), mentioned: Iterable[str] = (),
         exclude: Iterable[str] = (), read_file=None,
     ) -> str:
-        """`repomap.repo_map` over the live index, memoised per (version, focus, mentioned, budget)."""
+        """`repomap.repo_map` over the live index, memoised while what it reads is unchanged (mapmemo.py)."""
         focus = tuple(dict.fromkeys(focus_files))
         self._ensure_loaded()
         with self._lock:
             graph = self.graph()
             index = self.tag_index()
-            version = self._index_version
         imported = self._imported(focus, index, read_file)
-        key = (version, budget, focus, tuple(sorted(set(mentioned))), tuple(sorted(set(exclude))), imported)
-        hit = self._maps.get(key)
-        if hit is None:
-            hit = repo_map(self.workspace, budget, focus_files=focus, mentioned=mentioned, exclude=exclude,
-                           index=index, imported=imported, graph=graph)
-            if len(self._maps) >= MAX_MEMO:
-                self._maps.pop(next(iter(self._maps)))
-            self._maps[key] = hit
-        return hit
+        return self._map_memo.repo_map(index, graph, budget, focus_files=focus, mentioned=mentioned, exclude=exclude,
+                                       imported=imported)
 
     # -- internals -------------------------------------------------------------------------
 
     def _imported(self, focus: tuple[str, ...], index: TagIndex, read_file) -> frozenset[str]:
-        """Names the focus files import (what they really use), cached per file and version."""
+        """Names the focus files import (what they really use), cached per file and text."""
         names: set[str] = set()
         read = read_file if read_file is not None else self._read
         for rel in focus:
             if rel not in index.files:
                 continue
-            key = (rel, self._index_version)
-            if key not in self._imports:
-                self._imports[key] = focus_imports([rel], read)
-            names |= self._imports[key]
+            text = read(rel)
+            hit = self._imports.get(rel)
+            if hit is None or hit[0] != text:
+                hit = self._imports[rel] = (text, focus_imports([rel], lambda _rel: text))
+            names |= hit[1]
         return frozenset(names)
 
     def _apply_pending(self) -> None:

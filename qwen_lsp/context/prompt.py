@@ -8,14 +8,17 @@ from __future__ import annotations
 import json
 import logging
 import re
+import string
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
 
+from qwen_lsp.context.changes import read_worktree
 from qwen_lsp.context.frames import Frame, parse_output, primary_frame, strip_ansi, truncate_output
-from qwen_lsp.context.git_context import git_context, render_git
+from qwen_lsp.context.git_context import GitCache, git_context, render_git
 from qwen_lsp.context.index import WorkspaceIndex
 from qwen_lsp.context.preload import tags_and_graph
 from qwen_lsp.context.ranking import RefGraph, focus_imports
@@ -36,6 +39,7 @@ HEADINGS = {
     "callees": "# Code the failure reaches", "changes": "# Recent changes near the failure", "task": "# Task",
 }
 MAX_FRAME_FILES = 4  # other files of the traceback shown besides the primary one
+HEAD_CHARS_PER_TOKEN = 5  # code has 3-4 characters a token: a head this long is over the limit it is checked against
 
 
 class Prompt(BaseModel):
@@ -112,59 +116,59 @@ def assemble(
     map_budget, git_budget, files_budget, callee_budget, change_budget = (
         int(b * scale) for b in (budgets.repo_map, budgets.git, budgets.files, budgets.callees, budgets.changes))
 
-    # --- tags (shared by the map and by definition lookup for the files section)
-    index: TagIndex | None = None
-    graph: RefGraph | None = None
+    # --- git runs in processes of its own: started first, on threads, it works while this thread
+    # tags the buffers and builds the map and the files section
+    git_cache = live.git if live is not None else None
+    pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="qwen-git")
     try:
-        if live is not None:
-            index = live.tag_index()
-        else:  # what a preload (context/preload.py) loaded while the command ran, if it still holds
-            index, graph = tags_and_graph(workspace, cache_dir if cache_dir is not None else settings.cache_dir)
-    except Exception:
-        log.debug("tag index not built; no repo map", exc_info=True)
-        index = None
+        git_section = pool.submit(_git_section, workspace, focus_files[:3], _failing_lines(focus_path, focus_line, focus_end, frame_files),
+                                  git_cache, read_file, git_budget - 8)
+        worktree = pool.submit(read_worktree, workspace, git_cache)
 
-    mentioned = _mentioned_names(workspace, focus_path, focus_line, focus_end, primary, read_file)
+        # --- tags (shared by the map and by definition lookup for the files section)
+        index: TagIndex | None = None
+        graph: RefGraph | None = None
+        try:
+            if live is not None:
+                index = live.tag_index()
+            else:  # what a preload (context/preload.py) loaded while the command ran, if it still holds
+                index, graph = tags_and_graph(workspace, cache_dir if cache_dir is not None else settings.cache_dir)
+        except Exception:
+            log.debug("tag index not built; no repo map", exc_info=True)
+            index = None
 
-    sections: dict[str, str] = {}
-    try:
-        exclude = [focus_path] if focus_path else []
-        if live is not None:
-            sections["repo_map"] = live.repo_map(max(0, map_budget - 8), focus_files=focus_files, mentioned=mentioned,
-                                                 exclude=exclude, read_file=read_file)
-        else:
-            sections["repo_map"] = (
-                repo_map(workspace, max(0, map_budget - 8), focus_files=focus_files, mentioned=mentioned,
-                         exclude=exclude, index=index, graph=graph,
-                         imported=focus_imports([f for f in focus_files if f in index.files],
-                                                lambda rel: read_source(workspace, rel, read_file)))
-                if index is not None else ""
-            )
-    except Exception:
-        log.debug("repo map not built", exc_info=True)
-        sections["repo_map"] = ""
-    if live is not None and (too_large := live.not_indexed()):
-        sections["repo_map"] = (sections["repo_map"].rstrip() + "\n\n" + not_indexed_note(too_large)).lstrip()
+        mentioned = _mentioned_names(workspace, focus_path, focus_line, focus_end, primary, read_file)
+        sections: dict[str, str] = {}
+        try:
+            exclude = [focus_path] if focus_path else []
+            if live is not None:
+                sections["repo_map"] = live.repo_map(max(0, map_budget - 8), focus_files=focus_files, mentioned=mentioned,
+                                                     exclude=exclude, read_file=read_file)
+            else:
+                sections["repo_map"] = (
+                    repo_map(workspace, max(0, map_budget - 8), focus_files=focus_files, mentioned=mentioned,
+                             exclude=exclude, index=index, graph=graph,
+                             imported=focus_imports([f for f in focus_files if f in index.files],
+                                                    lambda rel: read_source(workspace, rel, read_file)))
+                    if index is not None else ""
+                )
+        except Exception:
+            log.debug("repo map not built", exc_info=True)
+            sections["repo_map"] = ""
+        if live is not None and (too_large := live.not_indexed()):
+            sections["repo_map"] = (sections["repo_map"].rstrip() + "\n\n" + not_indexed_note(too_large)).lstrip()
 
-    try:
-        lines: dict[str, list[int]] = {}
-        if focus_path and focus_line:
-            lines.setdefault(focus_path, []).extend(range(focus_line, (focus_end or focus_line) + 1))
-        for p, ln in frame_files:
-            lines.setdefault(p, []).append(ln)
-        sections["git"] = fit(render_git(git_context(workspace, focus_files[:3], lines, cache=live.git if live else None,
-                                                            read_file=read_file)), git_budget - 8)
-    except Exception:
-        log.debug("git section not built", exc_info=True)
-        sections["git"] = ""
-
-    sections["files"], shown = _files_section(
-        workspace, focus_path, focus_line, focus_end, frame_files, files_budget - 8, read_file, index
-    )
-    reached = reached_sections(
-        workspace, index, lambda rel: read_source(workspace, rel, read_file), failure_starts(frames, primary, (focus_path, focus_line)),
-        frames, shown=shown, callee_budget=callee_budget - 8, change_budget=change_budget - 8, git_text=sections["git"],
-    )
+        files, shown = _files_section(
+            workspace, focus_path, focus_line, focus_end, frame_files, files_budget - 8, read_file, index
+        )
+        sections["git"], sections["files"] = git_section.result(), files
+        reached = reached_sections(
+            workspace, index, lambda rel: read_source(workspace, rel, read_file), failure_starts(frames, primary, (focus_path, focus_line)),
+            frames, shown=shown, callee_budget=callee_budget - 8, change_budget=change_budget - 8, git_text=sections["git"],
+            git_cache=git_cache, worktree=worktree.result, parses=live.parses if live is not None else None,
+        )
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
     sections["callees"], sections["changes"] = reached.callees, reached.changes
     sections["task"] = _fit_task(task, frames, primary, task_budget - 8)
 
@@ -183,6 +187,27 @@ def assemble(
         messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
         tools=tools, section_tokens=section_tokens, frames=frames, primary=primary,
     )
+
+
+def _failing_lines(path: str | None, line: int | None, end: int | None, frame_files: list[tuple[str, int]]) -> dict[str, list[int]]:
+    """The lines whose history the git section shows, per file: the task's, then the frames'."""
+    lines: dict[str, list[int]] = {}
+    if path and line:
+        lines.setdefault(path, []).extend(range(line, (end or line) + 1))
+    for p, ln in frame_files:
+        lines.setdefault(p, []).append(ln)
+    return lines
+
+
+def _git_section(
+    workspace: Path, paths: list[str], lines: dict[str, list[int]], cache: GitCache | None,
+    read_file: Callable[[str], str | None] | None, budget: int,
+) -> str:
+    try:
+        return fit(render_git(git_context(workspace, paths, lines, cache=cache, read_file=read_file)), budget)
+    except Exception:
+        log.debug("git section not built", exc_info=True)
+        return ""
 
 
 def not_indexed_note(too_large: dict[str, int]) -> str:
@@ -257,7 +282,7 @@ def _files_section(
             except Exception:
                 log.debug("source context failed for %s; whole file only", path, exc_info=True)
                 ctx = None
-            if count_tokens(whole) <= budget * 0.6 or ctx is None:
+            if ctx is None or not more_tokens_than(whole, budget * 0.6):
                 if add(whole):
                     spans.append((path, 1, len(text.splitlines())))
                 else:
@@ -288,6 +313,22 @@ def _files_section(
         if add(f"### {other} (traceback frame at line {ln})\n" + render_snippet(ctx.focus)):
             spans.append((other, ctx.focus.start_line, ctx.focus.end_line))
     return "\n\n".join(parts), spans
+
+
+def more_tokens_than(text: str, limit: float) -> bool:
+    """`count_tokens(text) > limit`, counting only a head of a long text when the head alone is over.
+
+    Exact: the tokenizer splits the text into pieces by a regular expression and encodes each piece on
+    its own, and a line that starts with a letter after a newline starts a new piece (no piece spans
+    that newline and the letter), so the head's tokens are the text's first tokens."""
+    start = int(limit * HEAD_CHARS_PER_TOKEN)
+    if len(text) > 2 * start:
+        cut = start
+        while (cut := text.find("\n", cut) + 1) and cut < len(text) and text[cut] not in string.ascii_letters:
+            pass
+        if 0 < cut < len(text) and count_tokens(text[:cut]) > limit:
+            return True
+    return count_tokens(text) > limit
 
 
 def _fit_task(task: Task, frames: list[Frame], primary: Frame | None, budget: int) -> str:

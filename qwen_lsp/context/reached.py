@@ -11,9 +11,10 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from qwen_lsp.context.callees import Callee, CalleeWalk, is_test_path, render_callees, with_changed
-from qwen_lsp.context.changes import Change, Reach, changed_functions, read_changes, render_changes
+from qwen_lsp.context.callees import Callee, CalleeWalk, ParseCache, is_test_path, render_callees, with_changed
+from qwen_lsp.context.changes import Change, Reach, Where, changed_functions, read_changes, render_changes
 from qwen_lsp.context.frames import Frame
+from qwen_lsp.context.git_context import GitCache
 from qwen_lsp.context.repomap import TagIndex
 
 log = logging.getLogger(__name__)
@@ -53,14 +54,17 @@ def failing_test_start(starts: list[tuple[str, int]], frames: list[Frame]) -> tu
 def reached_sections(
     workspace: Path, index: TagIndex | None, read: ReadFile, starts: list[tuple[str, int]], frames: list[Frame],
     *, shown: list[tuple[str, int, int]], callee_budget: int, change_budget: int, git_text: str = "",
+    git_cache: GitCache | None = None, worktree: Callable[[], tuple[Where | None, list[Change]]] | None = None,
+    parses: ParseCache | None = None,
 ) -> Reached:
-    """The callees section and the changes section (each within its budget, either may be empty)."""
+    """The callees section and the changes section (each within its budget, either may be empty).
+    `git_cache` and `worktree`: see changes.read_changes; `parses`: callees.ParseCache."""
     out = Reached()
     callees: list[Callee] = []
     walk: CalleeWalk | None = None
     if index is not None and starts:
         try:
-            walk = CalleeWalk(index, read)
+            walk = CalleeWalk(index, read, parses)
             test = failing_test_start(starts, frames)
             callees = walk.walk(starts, walk.hints(*test) if test else [])
         except Exception:
@@ -69,7 +73,8 @@ def reached_sections(
     reach = _reach(starts, walk, callees)
     changes: list[Change] = []
     try:
-        changes = read_changes(workspace, sorted(reach.files, key=lambda p: -reach.files[p]))
+        changes = read_changes(workspace, sorted(reach.files, key=lambda p: -reach.files[p]), cache=git_cache,
+                               worktree=worktree)
     except Exception:
         log.debug("changes not read", exc_info=True)
     if walk is not None:

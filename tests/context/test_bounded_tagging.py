@@ -59,3 +59,21 @@ def test_a_parse_over_its_time_budget_is_abandoned(monkeypatch) -> None:
     monkeypatch.setattr(treesitter, "PARSE_BUDGET_SECONDS", 5.0)
     treesitter._parse_bytes.cache_clear()
     assert treesitter.parse("def f():\n    pass\n" * 5000, "python") is not None  # the parser was reset
+
+
+def test_node_texts_come_from_the_parsed_source_and_match_what_tree_sitter_reads() -> None:
+    from qwen_lsp.context.callsites import call_sites, python_bindings
+
+    text = "import os.path as p\nfrom .a import b as c, d\n\n\nclass Été:\n    def mé(self, x):\n        return p.join(c(x), d.e(x))\n" * 40
+    tree = treesitter.parse(text, "python")
+    assert treesitter.source_of(tree) == text.encode()
+    refs = treesitter.references(tree, "python")
+    sites = call_sites(tree, "python", 1, 280)
+    bindings = python_bindings(tree)
+    idents = treesitter.identifiers(tree, "python")
+    # Without the source, every text is read through Node.text: the same names.
+    treesitter._SOURCES.clear()
+    assert treesitter.source_of(tree) is None
+    assert refs == treesitter.references(tree, "python") and "join" in refs
+    assert sites == call_sites(tree, "python", 1, 280) and bindings == python_bindings(tree)
+    assert idents == treesitter.identifiers(tree, "python") and ("mé", 6) in idents

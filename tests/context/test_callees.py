@@ -154,3 +154,34 @@ def test_a_cycle_of_re_exports_ends(tmp_path: Path) -> None:
     write(root, "b/__init__.py", "from a import thing\n")
     write(root, "main.py", "from a import thing\n\n\ndef go():\n    return thing()\n")
     assert names(walk_of(root, tmp_path).walk([("main.py", 5)])) == ["main.py:go"]
+
+
+def test_a_parse_cache_serves_unchanged_files_across_walks_and_sees_an_edited_buffer(ws: Path, tmp_path: Path) -> None:
+    from qwen_lsp.context.callees import ParseCache
+    from qwen_lsp.context.index import WorkspaceIndex
+
+    live = WorkspaceIndex(ws, cache_dir=tmp_path / "cache")
+    buffers: dict[str, str] = {}
+    cache = ParseCache()
+
+    def walk() -> CalleeWalk:
+        return CalleeWalk(live.tag_index(), lambda rel: read_source(ws, rel, buffers.get), cache)
+
+    starts = [("tests/test_choice.py", 6), ("pkg/core.py", 21)]
+    first_walk = walk()
+    first = first_walk.walk(starts)
+    second_walk = walk()
+    assert names(second_walk.walk(starts)) == names(first)
+    assert second_walk.parsed("pkg/core.py") is first_walk.parsed("pkg/core.py")  # not parsed again
+
+    # The buffer of the frame's file now calls a new helper: the walk must follow the new text.
+    core = (ws / "pkg/core.py").read_text()
+    assert "        raise ValueError(value)\n" in core
+    buffers["pkg/core.py"] = core.replace("        raise ValueError(value)\n", "        helper_added()\n        raise ValueError(value)\n") + (
+        "\n\ndef helper_added():\n    return 1\n")
+    live.set_text("pkg/core.py", buffers["pkg/core.py"])
+    edited = walk()
+    assert edited.parsed("pkg/core.py") is not first_walk.parsed("pkg/core.py")
+    found = names(edited.walk(starts))
+    assert "pkg/core.py:helper_added" in found
+    assert found == names(CalleeWalk(live.tag_index(), lambda rel: read_source(ws, rel, buffers.get)).walk(starts))

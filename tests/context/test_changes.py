@@ -105,3 +105,35 @@ def test_lines_already_in_the_git_section_are_not_repeated(repo: Path) -> None:
     break_it(repo)
     changes = read_changes(repo, ["pkg/util.py"])
     assert render_changes(changes, REACH, 2000, already="-    if fold:\n+    if not fold:\n") == ""
+
+
+def test_commits_are_read_once_per_head_and_again_after_a_commit_or_a_checkout(repo: Path, monkeypatch) -> None:
+    from qwen_lsp.context import changes
+    from qwen_lsp.context.git_context import GitCache
+
+    ran: list[str] = []
+    real_git = changes.git
+    monkeypatch.setattr(changes, "git", lambda root, *args, **kw: ran.append(args[2]) or real_git(root, *args, **kw))
+    paths = ["pkg/core.py", "pkg/util.py"]
+    break_it(repo)
+    commit_all(repo, "Speed up normalize", date="2024-02-01T10:00:00")
+    first = git(repo, "rev-parse", "HEAD").strip()
+    cache = GitCache()
+    write(repo, "docs/notes.py", "NOTE = 2\n")
+    assert read_changes(repo, paths, cache=cache) == read_changes(repo, paths)
+    ran.clear()
+    write(repo, "docs/notes.py", "NOTE = 3\n")  # the working tree is read afresh, the history is not
+    again = read_changes(repo, paths, cache=cache)
+    assert ran == ["diff"]
+    assert again == read_changes(repo, paths) and "+NOTE = 3" in again[0].hunks[0].text
+
+    write(repo, "pkg/core.py", (repo / "pkg/core.py").read_text() + "\n\ndef later():\n    return 1\n")
+    commit_all(repo, "Add later", date="2024-03-01T10:00:00")
+    after_commit = read_changes(repo, paths, cache=cache)
+    assert after_commit == read_changes(repo, paths)
+    assert [c.label.split(": ")[1] for c in after_commit] == ["Add later", "Speed up normalize"]
+
+    git(repo, "checkout", "-q", first)  # back before "Add later": a detached HEAD
+    after_checkout = read_changes(repo, paths, cache=cache)
+    assert after_checkout == read_changes(repo, paths)
+    assert not any("Add later" in c.label for c in after_checkout)

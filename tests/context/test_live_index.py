@@ -122,3 +122,38 @@ def test_a_one_shot_prompt_ranks_what_the_focus_file_imports_as_the_language_ser
     one_shot, served = map_of(), map_of(live=live)
     assert "class Q:" in one_shot and "class Manager" not in one_shot
     assert one_shot == served
+
+
+def test_the_map_follows_edits_across_versions_and_ranks_again_only_when_the_graph_changes(project: Path, monkeypatch) -> None:
+    from qwen_lsp.context import mapmemo
+
+    rankings: list[int] = []
+    real_rank = mapmemo.rank_definitions
+    monkeypatch.setattr(mapmemo, "rank_definitions", lambda *a, **kw: rankings.append(1) or real_rank(*a, **kw))
+    focus = ["app/views.py"]
+
+    def cold(root: Path) -> str:
+        index = repomap.build_index(root)
+        imported = ranking.imported_names((root / focus[0]).read_text(), "python")
+        return repomap.repo_map(root, 1024, focus_files=focus, exclude=focus, index=index, imported=imported)
+
+    def edit(rel: str, text: str) -> None:
+        live.set_text(rel, text)
+        write(project, rel, text)  # the cold build reads disk
+
+    live = WorkspaceIndex(project)
+    live.load()
+    first = live.repo_map(1024, focus_files=focus, exclude=focus)
+    assert "app/models.py" in first and first == cold(project)
+    # A line added above the focus file's code: a new version, the same graph, the same map.
+    edit("app/views.py", "# a note\n" + (project / "app/views.py").read_text())
+    assert live.repo_map(1024, focus_files=focus, exclude=focus) == first == cold(project)
+    # Lines moved in a file the map shows: the map shows where its definitions are now.
+    edit("app/models.py", "\n\n" + (project / "app/models.py").read_text())
+    moved = live.repo_map(1024, focus_files=focus, exclude=focus)
+    assert moved != first and moved == cold(project)
+    assert len(rankings) == 1  # neither edit changed an edge of the graph
+    # A new reference from the focus file: the graph changes, the ranking is done again.
+    edit("app/views.py", (project / "app/views.py").read_text() + "\n\ndef bill(o):\n    return o.total()\n")
+    assert live.repo_map(1024, focus_files=focus, exclude=focus) == cold(project)
+    assert len(rankings) == 2

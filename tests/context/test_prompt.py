@@ -165,3 +165,14 @@ def test_max_model_len_caps_the_total(ws: Path, tmp_path: Path) -> None:
     task = Task(kind=TaskKind.instruction, description="tidy", path="big.py", start_line=10)
     prompt = assemble(task, ws, settings(), system=SYSTEM, tools=TOOLS, cache_dir=tmp_path / "c", max_model_len=3000)
     assert prompt.section_tokens["total"] <= 3000
+
+
+def test_a_head_of_a_long_text_tells_it_is_over_a_token_limit_exactly_as_counting_it_all() -> None:
+    from qwen_lsp.context.prompt import more_tokens_than
+
+    sources = [p.read_text() for p in sorted((Path(__file__).parents[2] / "qwen_lsp" / "context").glob("*.py"))][:6]
+    texts = [*sources, "\n\n".join(sources), "x = 1\n" + " " * 5000 + "\nyy\n" * 300, "é\nİ\n" * 4000 + "\n\n\nabc" * 100]
+    for text in texts:
+        total = count_tokens(text)
+        for limit in (10, 100, 333.5, 1000, total // 3, total - 1, total, total + 1, 5 * total):
+            assert more_tokens_than(text, limit) == (total > limit), (len(text), limit)
