@@ -24,9 +24,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from qwen_lsp.context.ranking import RefGraph, rank_definitions
-from qwen_lsp.context.repomap import FileTags, TagIndex, render
+from qwen_lsp.context.repomap import FileTags, TagIndex, fit_bound, fit_map
 from qwen_lsp.context.treesitter import Definition
-from qwen_lsp.llm.tokens import count_tokens
 
 MAX_ENTRIES = 64  # per step: a few focus files and budgets at a time
 
@@ -111,14 +110,14 @@ class MapMemo:
         ranked = ranking.ranked(index, excluded)
         if not ranked:
             return ""
-        hi = _upper_bound(ranked, budget)
+        hi = fit_bound(ranked, budget)
         tried = ranked[:hi]
         key = (focus, names, imports, limit, budget, tuple(sorted(excluded)))
         fitted = self._fitted.get(key)
         if (fitted is None or fitted.ranking is not ranking or fitted.tried != tried
                 or any(index.files.get(f) is not tags for f, tags in fitted.tags.items())):
             tags = {f: index.files[f] for f, _ in tried}
-            text, shown = _fit(index, ranked, hi, budget, fitted.shown if fitted is not None else 0)
+            text, shown = fit_map(index, ranked, hi, budget, fitted.shown if fitted is not None else 0)
             fitted = _Fitted(ranking, tried, tags, text, shown)
             _put(self._fitted, key, fitted)
         return fitted.text
@@ -143,40 +142,6 @@ class MapMemo:
         hit = _Ranking(graph, inputs, by_file)
         _put(self._rankings, key, hit)
         return hit
-
-
-def _upper_bound(ranked: list[tuple[str, Definition]], budget: int) -> int:
-    """How many definitions the fit may try: signatures average 3-4 characters per Qwen token, so past
-    10 characters per token of budget the map is surely over (as repomap.repo_map)."""
-    chars, hi = 0, 0
-    for _, d in ranked:
-        chars += len(d.signature) + 8
-        hi += 1
-        if chars > budget * 10:
-            break
-    return hi
-
-
-def _fit(index: TagIndex, ranked: list[tuple[str, Definition]], hi: int, budget: int, guess: int = 0) -> tuple[str, int]:
-    """The longest prefix of `ranked[:hi]` whose rendering fits `budget` tokens, and its length: a binary
-    search, as repomap.repo_map's, since tokens grow with the count. `guess`, the length an earlier
-    version of the map showed, narrows it: when that many fit and one more does not, that is the
-    answer (two renderings instead of a dozen); otherwise the search runs on the side it says."""
-    lo, best, shown = 1, "", 0
-    for n in (guess, guess + 1) if 0 < guess < hi else ():
-        text = render(index, ranked[:n])
-        if count_tokens(text) > budget:
-            hi = n - 1
-            break
-        best, shown, lo = text, n, n + 1
-    while lo <= hi:
-        mid = (lo + hi) // 2
-        text = render(index, ranked[:mid])
-        if count_tokens(text) <= budget:
-            best, shown, lo = text, mid, mid + 1
-        else:
-            hi = mid - 1
-    return best, shown
 
 
 def _same_graph(a: RefGraph, b: RefGraph) -> bool:

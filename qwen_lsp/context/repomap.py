@@ -456,21 +456,38 @@ def repo_map(
               if f not in excluded]
     if not ranked:
         return ""
-    # Binary search on how many definitions to show; tokens grow with the count.
-    # Signatures average 3-4 characters per Qwen token, so past 10 characters per
-    # token of budget the map is surely over: no need to render more than that.
+    return fit_map(index, ranked, fit_bound(ranked, budget), budget)[0]
+
+
+def fit_bound(ranked: list[tuple[str, Definition]], budget: int) -> int:
+    """How many definitions a fit may try: signatures average 3-4 characters per Qwen token, so past
+    10 characters per token of budget the map is surely over: no need to render more than that."""
     chars, hi = 0, 0
     for _, d in ranked:
         chars += len(d.signature) + 8
         hi += 1
         if chars > budget * 10:
             break
-    lo, best = 1, ""
+    return hi
+
+
+def fit_map(index: TagIndex, ranked: list[tuple[str, Definition]], hi: int, budget: int, guess: int = 0) -> tuple[str, int]:
+    """The longest prefix of `ranked[:hi]` whose rendering fits `budget` tokens, and its length: a binary
+    search, since tokens grow with the count. `guess`, the length an earlier version of the map showed,
+    narrows it: when that many fit and one more does not, that is the answer (two renderings instead
+    of a dozen); otherwise the search runs on the side it says."""
+    lo, best, shown = 1, "", 0
+    for n in (guess, guess + 1) if 0 < guess < hi else ():
+        text = render(index, ranked[:n])
+        if count_tokens(text) > budget:
+            hi = n - 1
+            break
+        best, shown, lo = text, n, n + 1
     while lo <= hi:
         mid = (lo + hi) // 2
         text = render(index, ranked[:mid])
         if count_tokens(text) <= budget:
-            best, lo = text, mid + 1
+            best, shown, lo = text, mid, mid + 1
         else:
             hi = mid - 1
-    return best
+    return best, shown

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from pathlib import Path
 
 
@@ -11,6 +12,31 @@ def write(root: Path, rel: str, text: str | bytes) -> None:
     p = root / rel
     p.parent.mkdir(parents=True, exist_ok=True)
     p.write_bytes(text) if isinstance(text, bytes) else p.write_text(text)
+
+
+def backdate(root: Path, seconds: int = 60) -> None:
+    """Every file and folder last changed a while ago: past the snapshot's racy window."""
+    when = time.time_ns() - seconds * 1_000_000_000
+    for dirpath, _, filenames in os.walk(root):
+        for name in filenames:
+            os.utime(os.path.join(dirpath, name), ns=(when, when))
+        os.utime(dirpath, ns=(when, when))
+
+
+def damage_file(path: Path, how: str) -> bool:
+    """Spoil a stored file the way disks and crashes do; False for a kind this does not know."""
+    data = path.read_bytes()
+    if how == "truncated":
+        path.write_bytes(data[: len(data) // 2])
+    elif how == "flipped byte":
+        path.write_bytes(data[:-10] + bytes([data[-10] ^ 0xFF]) + data[-9:])
+    elif how == "garbage":
+        path.write_bytes(os.urandom(len(data)))
+    elif how == "empty":
+        path.write_bytes(b"")
+    else:
+        return False
+    return True
 
 
 def make_app(root: Path) -> Path:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from qwen_lsp.context import mapmemo, repomap
+from qwen_lsp.context import repomap
 from qwen_lsp.context.ranking import rank_definitions
 from tests.context.helpers import write
 
@@ -17,9 +17,9 @@ def test_the_fit_from_any_earlier_answer_is_the_binary_searchs(tmp_path: Path) -
     budget = 150
     expected = repomap.repo_map(tmp_path, budget, focus_files=["pkg/mod0.py"], index=index)
     ranked = [(f, d) for f, d, _ in rank_definitions(index, focus_files=["pkg/mod0.py"], limit=max(200, budget))]
-    hi = mapmemo._upper_bound(ranked, budget)
+    hi = repomap.fit_bound(ranked, budget)
     assert 3 < expected.count("│") < hi  # the budget cuts the map
-    searched = mapmemo._fit(index, ranked, hi, budget)
+    searched = repomap.fit_map(index, ranked, hi, budget)
     assert searched[0] == expected
     for guess in range(hi + 2):
-        assert mapmemo._fit(index, ranked, hi, budget, guess) == searched, guess
+        assert repomap.fit_map(index, ranked, hi, budget, guess) == searched, guess

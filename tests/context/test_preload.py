@@ -15,7 +15,7 @@ from qwen_lsp.context import preload, ranking, repomap
 from qwen_lsp.context.prompt import assemble
 from qwen_lsp.settings import Settings
 from qwen_lsp.types import Task, TaskKind
-from tests.context.helpers import make_app, write
+from tests.context.helpers import backdate, make_app, write
 
 SYSTEM = "Fix the bug."
 
@@ -33,14 +33,6 @@ def project(tmp_path: Path) -> Path:
     backdate(root)
     return root
 
-
-def backdate(root: Path, seconds: int = 60) -> None:
-    """Every file and folder last changed a while ago: past the snapshot's racy window."""
-    when = time.time_ns() - seconds * 1_000_000_000
-    for dirpath, _, filenames in os.walk(root):
-        for name in filenames:
-            os.utime(os.path.join(dirpath, name), ns=(when, when))
-        os.utime(dirpath, ns=(when, when))
 
 
 class Loads:

@@ -14,7 +14,7 @@ import pytest
 
 from qwen_lsp.context import ranking, repomap, snapshot
 from qwen_lsp.context.index import WorkspaceIndex
-from tests.context.helpers import make_app, write
+from tests.context.helpers import backdate, damage_file, make_app, write
 
 FOCUS = ["app/views.py"]
 
@@ -29,14 +29,6 @@ def project(tmp_path: Path) -> Path:
     backdate(root)
     return root
 
-
-def backdate(root: Path, seconds: int = 60) -> None:
-    """Every file and folder last changed a minute ago: past the snapshot's racy window."""
-    when = time.time_ns() - seconds * 1_000_000_000
-    for dirpath, _, filenames in os.walk(root):
-        for name in filenames:
-            os.utime(os.path.join(dirpath, name), ns=(when, when))
-        os.utime(dirpath, ns=(when, when))
 
 
 class Work:
@@ -166,22 +158,15 @@ def test_a_bad_snapshot_is_ignored_and_rebuilt(project: Path, tmp_path: Path, da
     expected = contents(repomap.build_index(project))
     repomap.build_index(project, cache_dir=cache)
     path = snap_file(cache, project)
-    data = path.read_bytes()
-    if damage == "truncated":
-        path.write_bytes(data[: len(data) // 2])
-    elif damage == "flipped byte":
-        path.write_bytes(data[:-10] + bytes([data[-10] ^ 0xFF]) + data[-9:])
-    elif damage == "garbage":
-        path.write_bytes(os.urandom(len(data)))
-    elif damage == "empty":
-        path.write_bytes(b"")
-    elif damage == "old format":
-        path.write_bytes(data.replace(f"QWENSNAP {snapshot.FORMAT} ".encode(), b"QWENSNAP 0 ", 1))
-    else:  # another workspace's snapshot under this one's name (a hash collision, a copied cache)
+    if damage == "old format":
+        path.write_bytes(path.read_bytes().replace(f"QWENSNAP {snapshot.FORMAT} ".encode(), b"QWENSNAP 0 ", 1))
+    elif damage == "other workspace":  # another's snapshot under this one's name (a hash collision, a copied cache)
         other = make_app(tmp_path / "other")
         write(other, "app/only_there.py", "def only_there():\n    pass\n")
         repomap.build_index(other, cache_dir=cache)
         path.write_bytes(snap_file(cache, other).read_bytes())
+    else:
+        assert damage_file(path, damage)
     assert contents(repomap.build_index(project, cache_dir=cache)) == expected
     assert snapshot.load(path, repomap._snapshot_key(os.path.abspath(project))) is not None  # rewritten whole
 
@@ -334,20 +319,15 @@ def test_a_bad_or_stale_graph_file_is_rebuilt_never_trusted(project: Path, tmp_p
     cache = tmp_path / "cache"
     ranking.stored_graph(repomap.build_index(project, cache_dir=cache))
     path = snapshot.graph_path(snap_file(cache, project))
-    data = path.read_bytes()
-    if damage == "truncated":
-        path.write_bytes(data[: len(data) // 2])
-    elif damage == "flipped byte":
-        path.write_bytes(data[:-10] + bytes([data[-10] ^ 0xFF]) + data[-9:])
-    elif damage == "garbage":
-        path.write_bytes(os.urandom(len(data)))
-    elif damage == "other tags":  # another workspace's graph under this one's name
+    if damage == "other tags":  # another workspace's graph under this one's name
         other = make_app(tmp_path / "other")
         write(other, "app/only_there.py", "def only_there():\n    return slugify('x')\n")
         ranking.stored_graph(repomap.build_index(other, cache_dir=cache))
         path.write_bytes(snapshot.graph_path(snap_file(cache, other)).read_bytes())
-    else:  # a graph built by another version of the ranking
+    elif damage == "other graph settings":  # a graph built by another version of the ranking
         monkeypatch.setattr(ranking, "_GRAPH_CONFIG", "another")
+    else:
+        assert damage_file(path, damage)
     builds = GraphBuilds(monkeypatch)
     index = repomap.build_index(project, cache_dir=cache)
     assert same_graph(ranking.stored_graph(index), ranking.build_graph(index)) and builds.count == 2  # rebuilt
