@@ -147,7 +147,11 @@ class Session:
 
     def run_in_terminal(self, command: str) -> None:
         self.palette("Terminal: Focus on Terminal View")
-        self.page.wait_for_timeout(500)
+        # Type only once the terminal has the keyboard: on a loaded machine the focus moves late, and
+        # the keys would land in the editor instead (the command never runs, the buffer is changed).
+        self.wait_for("the terminal to take the keyboard", lambda: self.page.evaluate(
+            "() => !!document.activeElement && !!document.activeElement.closest('.terminal, .xterm')"), 15)
+        self.page.wait_for_timeout(300)  # the shell's prompt, if the terminal was just created
         self.page.keyboard.type(command + "\n")
 
     def quick_fix(self, title: str) -> None:
