@@ -324,11 +324,13 @@ def _parse_bytes(data: bytes, lang: str) -> Tree | None:
     started = time.perf_counter()
     try:
         # Only the callable-source form of parse() reports progress, so only it can be stopped.
+        base = _edited_base(data, lang)
         tree = parser.parse(
             lambda offset, _point: data[offset : offset + _CHUNK],
+            *([base] if base is not None else []),  # the binding takes no None for "no old tree"
             progress_callback=lambda *_: time.perf_counter() - started > PARSE_BUDGET_SECONDS,
         )
-        _remember_source(tree, data)
+        _remember_source(tree, data, lang)
         return tree
     except ValueError:  # stopped by the progress callback
         parser.reset()  # else the next parse would resume this one
@@ -343,17 +345,88 @@ def _parse_bytes(data: bytes, lang: str) -> Tree | None:
 # can be stopped) answers Node.text by calling it again for a 64 KB chunk: ~50 us a node, 40 ms
 # for the references of a 2,700-line file. A slice of the source is the same bytes at once. An
 # entry holds its tree, so the id it is found by is that tree's for as long as the entry lives.
-_SOURCES: dict[int, tuple[Tree, bytes]] = {}
+_SOURCES: dict[int, tuple[Tree, bytes, str]] = {}
 _SOURCES_LOCK = threading.Lock()
 MAX_SOURCES = 32  # as many as _parse_bytes keeps: a tree held longer reads its texts through Node.text
 
 
-def _remember_source(tree: Tree, data: bytes) -> None:
+def _remember_source(tree: Tree, data: bytes, lang: str) -> None:
     with _SOURCES_LOCK:
         _SOURCES.pop(id(tree), None)
         while len(_SOURCES) >= MAX_SOURCES:
             _SOURCES.pop(next(iter(_SOURCES)))
-        _SOURCES[id(tree)] = (tree, data)
+        _SOURCES[id(tree)] = (tree, data, lang)
+
+
+# Incremental parsing: a buffer edited in the editor is parsed again on every fix, and most of it is
+# what an earlier parse saw. Given the earlier tree, edited to say which bytes changed, tree-sitter
+# reuses every subtree outside the change (a 2,700-line file: ~2 ms instead of ~17). The earlier tree
+# is found among the recent ones by content, not by file name: any tree whose source and `data`
+# differ by one edit that leaves most bytes alone gives the tree a fresh parse would.
+BASE_CANDIDATES = 8  # the most recent trees of the language looked at
+_BLOCK = 4096
+
+
+def _edited_base(data: bytes, lang: str) -> Tree | None:
+    """A copy of the recent `lang` tree whose source shares the most of `data` (at least half),
+    edited from that source to `data`; None: parse from scratch."""
+    with _SOURCES_LOCK:
+        recent = [(tree, src) for tree, src, tl in reversed(_SOURCES.values()) if tl == lang][:BASE_CANDIDATES]
+    best: tuple[int, Tree, bytes, int, int] | None = None
+    for tree, src in recent:
+        start, old_end, new_end = one_edit(src, data)
+        kept = start + (len(src) - old_end)
+        if kept * 2 >= len(data) and (best is None or kept > best[0]):
+            best = (kept, tree, src, start, old_end)
+    if best is None:
+        return None
+    _kept, tree, src, start, old_end = best
+    new_end = len(data) - (len(src) - old_end)
+    base = tree.copy()  # the cached tree stays as it is: other readers hold it
+    base.edit(start_byte=start, old_end_byte=old_end, new_end_byte=new_end, start_point=_point(src, start),
+              old_end_point=_point(src, old_end), new_end_point=_point(data, new_end))
+    return base
+
+
+def one_edit(old: bytes, new: bytes) -> tuple[int, int, int]:
+    """(start, old_end, new_end) of the one replacement that turns `old` into `new`: the bytes before
+    `start` and from `old_end` on (in `new`, from `new_end` on) are the same in both, as many as can be."""
+    start = _common_prefix(old, new, min(len(old), len(new)))
+    suffix = _common_suffix(old, new, min(len(old), len(new)) - start)
+    return start, len(old) - suffix, len(new) - suffix
+
+
+def _common_prefix(a: bytes, b: bytes, limit: int) -> int:
+    k = 0  # a[:k] == b[:k]; compared a block at a time, then bisected inside the first block that differs
+    while k + _BLOCK <= limit and a[k : k + _BLOCK] == b[k : k + _BLOCK]:
+        k += _BLOCK
+    hi = min(k + _BLOCK, limit)
+    while k < hi:
+        mid = (k + hi + 1) // 2
+        if a[k:mid] == b[k:mid]:
+            k = mid
+        else:
+            hi = mid - 1
+    return k
+
+
+def _common_suffix(a: bytes, b: bytes, limit: int) -> int:
+    la, lb, k = len(a), len(b), 0  # a[la-k:] == b[lb-k:]
+    while k + _BLOCK <= limit and a[la - k - _BLOCK : la - k] == b[lb - k - _BLOCK : lb - k]:
+        k += _BLOCK
+    hi = min(k + _BLOCK, limit)
+    while k < hi:
+        mid = (k + hi + 1) // 2
+        if a[la - mid : la - k] == b[lb - mid : lb - k]:
+            k = mid
+        else:
+            hi = mid - 1
+    return k
+
+
+def _point(data: bytes, offset: int) -> tuple[int, int]:
+    """(row, byte column) of `offset` in `data`, as tree-sitter counts them."""
+    return data.count(b"\n", 0, offset), offset - (data.rfind(b"\n", 0, offset) + 1)
 
 
 def source_of(tree: Tree) -> bytes | None:
