@@ -372,16 +372,20 @@ def _edited_base(data: bytes, lang: str) -> Tree | None:
     edited from that source to `data`; None: parse from scratch."""
     with _SOURCES_LOCK:
         recent = [(tree, src) for tree, src, tl in reversed(_SOURCES.values()) if tl == lang][:BASE_CANDIDATES]
-    best: tuple[int, Tree, bytes, int, int] | None = None
+    quarter = len(data) // 4
+    best: tuple[int, Tree, bytes, tuple[int, int, int]] | None = None
     for tree, src in recent:
-        start, old_end, new_end = one_edit(src, data)
-        kept = start + (len(src) - old_end)
+        # Half kept needs a quarter unchanged at one end: two compares turn down an unrelated file
+        # (every file of a cold index build is one) before the bisections.
+        if src[:quarter] != data[:quarter] and src[len(src) - quarter:] != data[len(data) - quarter:]:
+            continue
+        edit = one_edit(src, data)
+        kept = edit[0] + (len(src) - edit[1])
         if kept * 2 >= len(data) and (best is None or kept > best[0]):
-            best = (kept, tree, src, start, old_end)
+            best = (kept, tree, src, edit)
     if best is None:
         return None
-    _kept, tree, src, start, old_end = best
-    new_end = len(data) - (len(src) - old_end)
+    _kept, tree, src, (start, old_end, new_end) = best
     base = tree.copy()  # the cached tree stays as it is: other readers hold it
     base.edit(start_byte=start, old_end_byte=old_end, new_end_byte=new_end, start_point=_point(src, start),
               old_end_point=_point(src, old_end), new_end_point=_point(data, new_end))
