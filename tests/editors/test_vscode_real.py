@@ -145,13 +145,15 @@ class Session:
         self.page.keyboard.press("Enter")
         self.page.locator(".monaco-editor .view-lines", has_text=text).wait_for()
 
-    def run_in_terminal(self, command: str) -> None:
+    def run_in_terminal(self, command: str, settle_ms: int = 300) -> None:
+        """Type `command` into the terminal that "Focus on Terminal View" shows (a new one when none),
+        after `settle_ms` for the shell's prompt and shell integration."""
         self.palette("Terminal: Focus on Terminal View")
         # Type only once the terminal has the keyboard: on a loaded machine the focus moves late, and
         # the keys would land in the editor instead (the command never runs, the buffer is changed).
         self.wait_for("the terminal to take the keyboard", lambda: self.page.evaluate(
             "() => !!document.activeElement && !!document.activeElement.closest('.terminal, .xterm')"), 15)
-        self.page.wait_for_timeout(300)  # the shell's prompt, if the terminal was just created
+        self.page.wait_for_timeout(settle_ms)
         self.page.keyboard.type(command + "\n")
 
     def quick_fix(self, title: str) -> None:
@@ -320,8 +322,7 @@ def test_terminal_failure_becomes_a_diagnostic_and_quick_fix_fixes_the_file(sess
 
         session.palette("Terminal: Create New Terminal")
         page.locator(".terminal-wrapper.active, .terminal.xterm").first.wait_for()
-        page.wait_for_timeout(1500)  # the shell's prompt and shell integration
-        page.keyboard.type("python3 app.py\n")
+        session.run_in_terminal("python3 app.py", settle_ms=1500)  # a new shell: its prompt and shell integration
         session.wait_for("the qwen diagnostic (a red squiggle)", lambda: page.locator(".squiggly-error").count() > 0, 60)
         session.shot("diagnostic-from-terminal")
 
