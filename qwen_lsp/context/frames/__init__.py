@@ -79,7 +79,9 @@ PARSERS: tuple[Parser, ...] = (
 MAX_LINES = 20_000
 
 
-def parse_output(text: str, *, cwd: Path, workspace: Path, max_lines: int = MAX_LINES) -> list[Frame]:
+def parse_output(
+    text: str, *, cwd: Path, workspace: Path, max_lines: int = MAX_LINES, command: str | None = None
+) -> list[Frame]:
     """Frames of every traceback and diagnostic in `text`, in output order.
 
     Within a stack trace frames go outermost first (as Python prints them), so
