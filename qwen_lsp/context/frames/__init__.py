@@ -27,7 +27,7 @@ from .generic import parse_generic
 from .go import parse_go_panic, parse_go_race, parse_go_test
 from .jvm import parse_jvm
 from .lint import parse_compact, parse_grouped, parse_shellcheck
-from .locate import find_locations
+from .locate import file_name, find_locations
 from .make_shell import parse_make_shell
 from .model import Frame, Parser, Severity, Trace
 from .native import parse_assert, parse_sanitizer, parse_valgrind
@@ -95,12 +95,18 @@ def parse_output(
     taken: set[int] = set()
     traces: list[Trace] = []
     resolver = Resolver(cwd, workspace)
-    finder: Parser = partial(find_locations, lookup=partial(resolver.lookup, cwd=resolver.cwd))
-    for parser in (*PARSERS, finder):
+    for parser in PARSERS:
         try:
             traces.extend(parser(lines, taken))
         except Exception:  # a recogniser bug must not cost the user the other frames
             continue
+    # The general locator last: where the recognisers were silent, and on their message lines that gave no frame.
+    claimed = {raw.at for t in traces for raw in t.frames}
+    known = {(file_name(raw.path), raw.line) for t in traces for raw in t.frames}
+    try:
+        traces.extend(find_locations(lines, taken, partial(resolver.lookup, cwd=resolver.cwd), command, claimed, known))
+    except Exception:
+        pass
     starts = sorted(t.start for t in traces if t.frames)
     traces.sort(key=lambda t: _order(t, starts))
     dirs = make_dirs(lines, resolver.cwd)
