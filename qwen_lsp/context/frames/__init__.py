@@ -104,7 +104,12 @@ def parse_output(
     claimed = {raw.at for t in traces for raw in t.frames}
     known = {(file_name(raw.path), raw.line) for t in traces for raw in t.frames}
     try:
-        traces.extend(find_locations(lines, taken, partial(resolver.lookup, cwd=resolver.cwd), command, claimed, known))
+        traces.extend(
+            find_locations(
+                lines, taken, partial(resolver.lookup, cwd=resolver.cwd), command, claimed, known,
+                partial(resolver.source_line, cwd=resolver.cwd),
+            )
+        )
     except Exception:
         pass
     starts = sorted(t.start for t in traces if t.frames)

@@ -22,6 +22,8 @@ from .severity import has_error_word, line_severity
 
 # (absolute path, number of lines) of a workspace file, or None.
 Lookup = Callable[[str], "tuple[str, int] | None"]
+# The text of a line of a printed path (for the failing construct a message names), or None.
+SourceLine = Callable[[str, int], "str | None"]
 
 _P = r"[\w.@~+/\\-]*[\w@~+-]\.[A-Za-z][\w+-]*|[\w.@~+/\\-]*/[\w.@~+-]+"  # has an extension or a directory
 # A path starts where a run of path characters starts: trying every later start inside a long token costs
@@ -82,6 +84,8 @@ _MAX_LINES = 20_000  # the tail of a huge log: a failure block is near the end
 Candidate = tuple[int, Raw]
 _SURE = re.compile(rf"^\s*(?:[\w.]*(?:Error|Exception)|[\w ]*\berror):\s*\(?{_B}(?:{_P})(?:[:)\s]|$)")
 _MARKED = re.compile(r"<--|<==|◀")
+_FRAME_NO = re.compile(r"^\s*(?:#(?P<n>\d+)\b|(?:\d+:\d+)?\s+(?P<m>\d+) \()")
+_QUOTED_NAME = re.compile(r"[`'‘\"]([A-Za-z_][\w.-]*)['’\"]")
 _CALLER = re.compile(r"\bcalled (?:on|from|at)\b|^\s*(?:from|required from|included from)\b", re.IGNORECASE)
 # A line number with no file beside it: "line 4", "near line 4", "on line 3:", "at line 6, column 10", "line 4 column 3",
 # "lineNumber: 2", a position closing the line "(4:1)" or "- 2:5".
@@ -112,6 +116,7 @@ def find_locations(
     command: str | None = None,
     claimed: set[int] | frozenset[int] = frozenset(),
     known: set[tuple[str, int]] | frozenset[tuple[str, int]] = frozenset(),
+    source: SourceLine | None = None,
 ) -> list[Trace]:
     """Candidates on lines no recogniser took, and on the error message lines of recognised traces
     that gave no frame there (`claimed`: lines a recogniser made a frame of): a template engine's
@@ -192,7 +197,7 @@ def find_locations(
             blocks[-1].append(cand)
         else:
             blocks.append([cand])
-    chosen = _choose(lines, blocks)
+    chosen = _choose(lines, blocks, source)
     traces = []
     for block in blocks:
         for i, raw in block:
@@ -205,7 +210,7 @@ def find_locations(
     return traces
 
 
-def _choose(lines: list[str], blocks: list[list[Candidate]]) -> Raw:
+def _choose(lines: list[str], blocks: list[list[Candidate]], source: SourceLine | None = None) -> Raw:
     for block in blocks:  # a signalled thread's stack: its first frame is the innermost
         lo = max(0, block[0][0] - 4)
         if any(_SIGNALLED.search(lines[n]) for n in range(lo, block[-1][0] + 1)):
@@ -223,13 +228,39 @@ def _choose(lines: list[str], blocks: list[list[Candidate]]) -> Raw:
     for block in blocks:  # the first failure: a candidate its own line, or a location-free line next to it, calls an error
         for i, raw in block:
             own = line_severity(lines[i])
-            if own == "error" or own is None and any(
-                0 <= n < len(lines) and n not in at and line_severity(lines[n]) == "error" for n in (i - 1, i + 1)
-            ):
+            if own == "error":
                 return raw
+            if own is None and any(0 <= n < len(lines) and n not in at and line_severity(lines[n]) == "error" for n in (i - 1, i + 1)):
+                return _innermost(lines, block, source) if raw is block[0][1] else raw  # the message above a stack
 
     def failing(block: list[Candidate]) -> bool:  # an error word in the block or just above it
         lo = max(0, block[0][0] - 2)
         return any(has_error_word(lines[n]) for n in range(lo, block[-1][0] + 1))
 
-    return next((b for b in reversed(blocks) if failing(b)), blocks[-1])[0][1]
+    return _innermost(lines, next((b for b in reversed(blocks) if failing(b)), blocks[-1]), source)
+
+
+def _innermost(lines: list[str], block: list[Candidate], source: SourceLine | None) -> Raw:
+    """The frame to fix in a run of locations that reads as a stack, by the trace's own order.
+
+    Stated order first ("most recent call first/last" just above); then frame numbers (#0, or guile's
+    "2 (f)", "0 (g)": the lowest is the innermost); then, when the message near the stack quotes a name
+    (`'x'`, `` `x' ``, "x"), the frame whose source line holds it; else the first frame (printed innermost first)."""
+    if len(block) == 1 or any(line_severity(lines[i]) for i, _ in block):
+        return block[0][1]  # not a bare stack: rows of diagnostics keep their first
+    above = " ".join(lines[max(0, block[0][0] - 4) : block[0][0]])
+    if "most recent call last" in above:
+        return block[-1][1]
+    if "most recent call first" in above:
+        return block[0][1]
+    numbers = [_FRAME_NO.match(lines[i]) for i, _ in block]
+    if all(numbers):
+        return min(zip(numbers, block, strict=True), key=lambda nc: int(nc[0]["n"] or nc[0]["m"]))[1][1]  # type: ignore[index]
+    if source is not None:
+        near = lines[max(0, block[0][0] - 3) : block[0][0]] + lines[block[-1][0] + 1 : block[-1][0] + 4]
+        names = {q for ln in near if has_error_word(ln) for q in _QUOTED_NAME.findall(ln) if len(q) > 1}
+        for _i, raw in block:
+            code = source(raw.path, raw.line) if names else None
+            if code and any(re.search(rf"(?<!\w){re.escape(n)}(?!\w)", code) for n in names):
+                return raw
+    return block[0][1]
