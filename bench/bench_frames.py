@@ -25,8 +25,8 @@ from qwen_lsp.context.frames import parse_output, primary_frame, truncate_output
 
 def accuracy(verbose: bool) -> None:
     per: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    groups = {"specific": [0, 0], "generic": [0, 0], "held-out batch": [0, 0], "held-out batch 2": [0, 0], "held-out batch 3": [0, 0], "held-out batch 4": [0, 0]}
-    classes: dict[str, dict[str, list[int]]] = {"heldout3": defaultdict(lambda: [0, 0]), "heldout4": defaultdict(lambda: [0, 0])}
+    groups = {"specific": [0, 0], "generic": [0, 0], "held-out batch": [0, 0], "held-out batch 2": [0, 0], "held-out batch 3": [0, 0], "held-out batch 4": [0, 0], "validation batch 5": [0, 0]}
+    classes: dict[str, dict[str, list[int]]] = {b: defaultdict(lambda: [0, 0]) for b in ("heldout3", "heldout4", "heldout5")}
     misses = []
     for name in names() + heldout_names():
         with tempfile.TemporaryDirectory() as tmp:
@@ -40,7 +40,7 @@ def accuracy(verbose: bool) -> None:
             per[tool][0] += ok
             per[tool][1] += 1
             batch = s.meta.get("batch", "")
-            for key in (None if batch in classes else "generic" if s.meta.get("generic") else "specific", {"heldout": "held-out batch", "heldout2": "held-out batch 2", "heldout3": "held-out batch 3", "heldout4": "held-out batch 4"}.get(batch)):
+            for key in (None if batch in classes else "generic" if s.meta.get("generic") else "specific", {"heldout": "held-out batch", "heldout2": "held-out batch 2", "heldout3": "held-out batch 3", "heldout4": "held-out batch 4", "heldout5": "validation batch 5"}.get(batch)):
                 if key:
                     groups[key][0] += ok
                     groups[key][1] += 1

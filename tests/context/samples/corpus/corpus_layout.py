@@ -30,7 +30,7 @@ def names() -> list[str]:
 
 # Held-out batches stored apart from the corpus the recognisers were written against: a name is
 # "<folder>/<case>", which lay_out reads like any other.
-HELDOUT_DIRS = ("heldout3", "heldout4")
+HELDOUT_DIRS = ("heldout3", "heldout4", "heldout5")
 
 
 def heldout_names(dirs: tuple[str, ...] = HELDOUT_DIRS) -> list[str]:
