@@ -69,7 +69,12 @@ _SHAPES = re.compile("|".join(_SHAPE_LIST))
 _AFTER_MESSAGE = re.compile(r"\((?P<l>\d+):(?P<c>\d+)\)\s*$")
 _PATH_COLON = re.compile(rf"{_B}(?P<p>{_P}): ")
 _KEYS = [int(k) for k in re.findall(r"\(\?P<l(\d+)>", "|".join(_SHAPE_LIST))]
-_HINT = re.compile(r"[Ll]ine|:\d|\(\d|#\d|\[\d|\d: |\d '")  # every shape has one of these: lines without are skipped fast
+_HINT = re.compile(r"line|:\d|\(\d|#\d|\[\d")  # every shape has one of these (or the ones _hinted adds): others are skipped fast
+_HINT_NUMBER = re.compile(r"\d: |\d '")  # "calc.bc 4: ...", "legacy.py 4 '...'": a digit first is slow to search, so gated
+
+
+def _hinted(ln: str) -> bool:
+    return _HINT.search(ln) is not None or "Line" in ln or ((": " in ln or " '" in ln) and _HINT_NUMBER.search(ln) is not None)
 # A file named alone on a line (stylelint, yamllint, htmlhint, sqlfluff "== [q.sql] FAIL"), then rows of positions.
 _HEADER = re.compile(rf"^\s*(?:== )?\[?(?P<p>{_P})\]?:?(?: (?:FAIL(?:ED)?|PASS(?:ED)?|ERRORS?))?\s*$")
 # glslang "ERROR: 0:5: ..." (string 0, line 5), csslint "1: error at line 2, col 6".
@@ -148,7 +153,7 @@ def find_locations(
         if len(ln) > 2000:
             continue
         if i in taken:
-            if i in claimed or not _HINT.search(ln) or line_severity(ln) != "error":
+            if i in claimed or not _hinted(ln) or line_severity(ln) != "error":
                 continue
         elif header is not None:
             if r := _ROW.match(ln):
@@ -162,7 +167,7 @@ def find_locations(
         if i not in taken and ln.strip().count(" ") <= 2 and (h := _HEADER.match(ln)) and real(h["p"], 1):
             header = h["p"]
             continue
-        if not _HINT.search(ln):
+        if not _hinted(ln):
             continue
         before = len(candidates)
         for m in _SHAPES.finditer(ln):
