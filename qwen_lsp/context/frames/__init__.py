@@ -29,7 +29,7 @@ from .jvm import parse_jvm
 from .lint import parse_compact, parse_grouped, parse_shellcheck
 from .locate import file_name, find_locations
 from .make_shell import parse_make_shell
-from .model import Frame, Parser, Severity, Trace
+from .model import Frame, Parser, Raw, Severity, Trace
 from .native import parse_assert, parse_sanitizer, parse_valgrind
 from .node import parse_node, parse_node_tap
 from .php import parse_php
@@ -101,13 +101,29 @@ def parse_output(
         except Exception:  # a recogniser bug must not cost the user the other frames
             continue
     # The general locator last: where the recognisers were silent, and on their message lines that gave no frame.
-    claimed = {raw.at for t in traces for raw in t.frames}
+    in_ws: dict[str, bool] = {}
+
+    def in_workspace(raw: Raw) -> bool:
+        if raw.library_hint:
+            return False
+        if raw.path not in in_ws:
+            in_ws[raw.path] = resolver.lookup(raw.path, resolver.cwd) is not None
+        return in_ws[raw.path]
+
+    open_lines: set[int] = set()  # lines of traces with no workspace frame: the locator may read their message
+    settled = False
+    for t in traces:
+        if any(in_workspace(raw) for raw in t.frames):
+            settled = True
+        elif t.frames:
+            open_lines.update(range(max(0, min(t.start, t.frames[0].at) - 2), max(raw.at for raw in t.frames) + 4))
+    open_lines -= {raw.at for t in traces for raw in t.frames}
     known = {(file_name(raw.path), raw.line) for t in traces for raw in t.frames}
     try:
         traces.extend(
             find_locations(
-                lines, taken, partial(resolver.lookup, cwd=resolver.cwd), command, claimed, known,
-                partial(resolver.source_line, cwd=resolver.cwd),
+                lines, taken, partial(resolver.lookup, cwd=resolver.cwd), command, open_lines, known,
+                partial(resolver.source_line, cwd=resolver.cwd), settled,
             )
         )
     except Exception:

@@ -119,14 +119,18 @@ def find_locations(
     taken: set[int],
     lookup: Lookup,
     command: str | None = None,
-    claimed: set[int] | frozenset[int] = frozenset(),
+    open_lines: set[int] | frozenset[int] = frozenset(),
     known: set[tuple[str, int]] | frozenset[tuple[str, int]] = frozenset(),
     source: SourceLine | None = None,
+    settled: bool = False,
 ) -> list[Trace]:
-    """Candidates on lines no recogniser took, and on the error message lines of recognised traces
-    that gave no frame there (`claimed`: lines a recogniser made a frame of): a template engine's
-    "Template render error: (views/page.njk) [Line 3, Column 10]" above the engine's own stack. On those
-    lines a location a recogniser already has (`known`: file name and line) is not proposed twice."""
+    """Candidates on lines no recogniser took, and on the error lines among `open_lines` (taken lines of
+    recognised traces none of whose frames is a workspace file): a template engine's "Template render error:
+    (views/page.njk) [Line 3, Column 10]" above the engine's own stack, tomllib's message under a stdlib-only
+    traceback. A location a recogniser already has (`known`: file name and line) is not proposed again.
+
+    A line number with no file on its line goes to a file the command names only as the last resort: when
+    nothing else in the output is located and no recogniser found a workspace frame (`settled`)."""
     checked: dict[str, tuple[str, int] | None] = {}
 
     def real(path: str, line: int) -> bool:
@@ -141,11 +145,12 @@ def find_locations(
 
     def add(i: int, path: str, line: int, col: str | int | None, ln: str) -> None:
         line = min(line, checked[path][1] or 1)  # type: ignore[index]  (real() filled it)
-        if i in taken and (file_name(path), line) in known:
+        if (file_name(path), line) in known:  # a recogniser has it already
             return
         candidates.append((i, Raw(at=i, path=path, line=line, column=int(col) or None if col else None, message=ln.strip()[:300])))
 
     candidates: list[Candidate] = []
+    fallback: list[Candidate] = []  # bare line numbers given to a file of the command
     header: str | None = None
     cmd_files: list[str] | None = None  # files the command names, looked up on the first bare location
     for i in range(max(0, len(lines) - _MAX_LINES), len(lines)):
@@ -153,7 +158,7 @@ def find_locations(
         if len(ln) > 2000:
             continue
         if i in taken:
-            if i in claimed or not _hinted(ln) or line_severity(ln) != "error":
+            if i not in open_lines or not _hinted(ln) or line_severity(ln) != "error":
                 continue
         elif header is not None:
             if r := _ROW.match(ln):
@@ -187,12 +192,16 @@ def find_locations(
         # the command names ("Parse error near line 4:" of `sqlite3 < q.sql`, jq's "at <top-level>, line 4:").
         line, col = int(b["l1"] or b["l2"] or b["l3"]), b["c1"] or b["c2"] or b["c3"]
         path = next((t for t in _PATH_TOKEN.findall(ln, 0, b.start()) if real(t, line)), None)
-        if path is None:
-            if cmd_files is None:
-                cmd_files = [t for t in command_paths(command) if real(t, 1)]
-            path = next((t for t in cmd_files if real(t, line)), None)
         if path is not None:
             add(i, path, line, col, ln)
+            continue
+        if settled or candidates:
+            continue
+        if cmd_files is None:
+            cmd_files = [t for t in command_paths(command) if real(t, 1)]
+        if path := next((t for t in cmd_files if real(t, line)), None):
+            fallback.append((i, Raw(at=i, path=path, line=min(line, checked[path][1] or 1), column=int(col) or None if col else None, message=ln.strip()[:300])))  # type: ignore[index]
+    candidates = candidates or fallback
     if not candidates:
         return []
     # Blocks: candidates no more than 3 lines apart.
