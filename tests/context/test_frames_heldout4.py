@@ -201,3 +201,22 @@ def test_an_informational_row_never_outranks_the_error(tmp_path: Path) -> None:
     write(tmp_path, {"g.dot": "x\n" * 9})
     out = "Warning: g.dot: line 2: using box for unknown shape\nnote: g.dot line 3 read\nError: g.dot: syntax error in line 5 near '}'\n"
     assert where(out, tmp_path) == ("g.dot", 5)
+
+
+def test_a_file_of_the_command_is_the_last_resort(tmp_path: Path) -> None:
+    """json.loads' "line 1 column 2" is a line of the JSON text, not of the script the command runs."""
+    write(tmp_path, {"load.py": "import json\n\n\ndef settings(text):\n    return json.loads(text)\n\n\nsettings('{bad}')\n"})
+    out = (
+        "Traceback (most recent call last):\n"
+        f'  File "{tmp_path}/load.py", line 8, in <module>\n    settings(\'{{bad}}\')\n'
+        f'  File "{tmp_path}/load.py", line 5, in settings\n    return json.loads(text)\n'
+        '  File "/usr/lib/python3.11/json/decoder.py", line 353, in raw_decode\n    obj, end = self.scan_once(s, idx)\n'
+        "json.decoder.JSONDecodeError: Expecting property name enclosed in double quotes: line 1 column 2 (char 1)\n"
+    )
+    frames = parse_output(out, cwd=tmp_path, workspace=tmp_path, command="python3 load.py")
+    assert [(f.resolved, f.line) for f in frames if f.resolved] == [("load.py", 8), ("load.py", 5)]
+    # Nor when another line of the output is located: tcl's "(procedure "half" line 2)" is a line of the proc.
+    write(tmp_path, {"main.tcl": "proc half {x} {\n    expr {$x / 0}\n}\nputs [half 4]\n"})
+    tcl = 'divide by zero\n    while executing\n"expr {$x / 0}"\n    (procedure "half" line 2)\n    invoked from within\n"puts [half 4]"\n    (file "main.tcl" line 4)\n'
+    frames = parse_output(tcl, cwd=tmp_path, workspace=tmp_path, command="tclsh main.tcl")
+    assert [(f.resolved, f.line) for f in frames if f.resolved] == [("main.tcl", 4)]
