@@ -220,3 +220,21 @@ def test_a_file_of_the_command_is_the_last_resort(tmp_path: Path) -> None:
     tcl = 'divide by zero\n    while executing\n"expr {$x / 0}"\n    (procedure "half" line 2)\n    invoked from within\n"puts [half 4]"\n    (file "main.tcl" line 4)\n'
     frames = parse_output(tcl, cwd=tmp_path, workspace=tmp_path, command="tclsh main.tcl")
     assert [(f.resolved, f.line) for f in frames if f.resolved] == [("main.tcl", 4)]
+
+
+@pytest.mark.parametrize(
+    ("line", "command"),
+    [
+        ("deploy[7]: foo: not found", None),  # ksh
+        ("E: deploy[7]: foo: inaccessible or not found", None),  # mksh
+        ("deploy (line 7): Unknown command", None),  # fish
+        ("Useless use of cat at line 7, column 5.", "perlcritic deploy"),
+        ("syntax error at line 7: `(' unexpected", "ksh -n ./deploy"),
+    ],
+)
+def test_a_script_without_an_extension(line: str, command: str | None, tmp_path: Path) -> None:
+    write(tmp_path, {"deploy": "a\n" * 9})
+    assert where(line, tmp_path, command) == ("deploy", 7)
+    assert where(line.replace("7", "70"), tmp_path, command) is None  # past its end
+    (tmp_path / "deploy").unlink()
+    assert where(line, tmp_path, command) is None  # a name that is no file

@@ -99,6 +99,10 @@ _BARE = re.compile(
     r"|[(\[](?P<l2>\d+):(?P<c2>\d+)[)\]]\s*$| - (?P<l3>\d+):(?P<c3>\d+)\s*$"
 )
 _PATH_TOKEN = re.compile(rf"{_B}(?:{_P})")
+_NAME = re.compile(r"^(?:\.{1,2}/)?[\w.@+-]+(?:/[\w.@+-]+)*$")  # a file name as a shell prints it, no extension needed
+# At the start of a line, a shell's own locations, whatever the script is called: ksh/mksh "deploy[7]:", fish
+# "deploy (line 4):", bash "deploy: line 7:", dash "deploy: 7:".
+_START = re.compile(r"^(?:E: )?(?P<p>[\w./@+-]+?)(?:\[(?P<l1>\d+)\]:| \(line (?P<l2>\d+)\):|: line (?P<l3>\d+):|: (?P<l4>\d+): )")
 # Command-line tokens that can be files: arguments, redirections ("< q.sql"), sqlite's ".read f".
 _CMD_TOKEN = re.compile(r"""[^\s'"<>|;&()=]+""")
 
@@ -111,7 +115,9 @@ def command_paths(command: str | None) -> list[str]:
     """Path-like words of the command, in order (the caller keeps those that are real workspace files)."""
     if not command:
         return []
-    return [t for t in dict.fromkeys(_CMD_TOKEN.findall(command)) if not t.startswith("-") and plausible_path(t)][:50]
+    words = list(dict.fromkeys(_CMD_TOKEN.findall(command)))
+    # Every word but the program's name may be a file (`perlcritic deploy`); the caller checks it exists.
+    return [t for n, t in enumerate(words) if not t.startswith("-") and (n > 0 or plausible_path(t)) and _NAME.match(t)][:50]
 
 
 def find_locations(
@@ -133,8 +139,9 @@ def find_locations(
     nothing else in the output is located and no recogniser found a workspace frame (`settled`)."""
     checked: dict[str, tuple[str, int] | None] = {}
 
-    def real(path: str, line: int) -> bool:
-        if not plausible_path(path) or line < 1:
+    def real(path: str, line: int, loose: bool = False) -> bool:
+        """`loose`: a name without an extension or a directory (`script`) is looked up too."""
+        if line < 1 or not (plausible_path(path) or loose and _NAME.match(path)):
             return False
         if path not in checked:
             checked[path] = lookup(path)
@@ -175,6 +182,10 @@ def find_locations(
         if not _hinted(ln):
             continue
         before = len(candidates)
+        if (st := _START.match(ln)) and not plausible_path(st["p"]):  # an extension-less script: "deploy[7]: x: not found"
+            line = int(st["l1"] or st["l2"] or st["l3"] or st["l4"])
+            if real(st["p"], line, loose=True):
+                add(i, st["p"], line, None, ln)
         for m in _SHAPES.finditer(ln):
             k = next(n for n in _KEYS if m.group(f"l{n}") is not None)
             path, line = m["pp"] or m.group(f"p{k}"), int(m.group(f"l{k}"))
@@ -198,8 +209,8 @@ def find_locations(
         if settled or candidates:
             continue
         if cmd_files is None:
-            cmd_files = [t for t in command_paths(command) if real(t, 1)]
-        if path := next((t for t in cmd_files if real(t, line)), None):
+            cmd_files = [t for t in command_paths(command) if real(t, 1, loose=True)]
+        if path := next((t for t in cmd_files if real(t, line, loose=True)), None):
             fallback.append((i, Raw(at=i, path=path, line=min(line, checked[path][1] or 1), column=int(col) or None if col else None, message=ln.strip()[:300])))  # type: ignore[index]
     candidates = candidates or fallback
     if not candidates:
