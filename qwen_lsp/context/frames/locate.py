@@ -115,9 +115,12 @@ def command_paths(command: str | None) -> list[str]:
     """Path-like words of the command, in order (the caller keeps those that are real workspace files)."""
     if not command:
         return []
-    words = list(dict.fromkeys(_CMD_TOKEN.findall(command)))
-    # Every word but the program's name may be a file (`perlcritic deploy`); the caller checks it exists.
-    return [t for n, t in enumerate(words) if not t.startswith("-") and (n > 0 or plausible_path(t)) and _NAME.match(t)][:50]
+    # Every word but a program's name may be a file (`perlcritic deploy`); the caller checks it exists.
+    words = [
+        t for part in re.split(r"\|\|?|&&?|;", command) for n, t in enumerate(_CMD_TOKEN.findall(part))
+        if not t.startswith("-") and not t.isdigit() and (n > 0 or plausible_path(t)) and _NAME.match(t)
+    ]
+    return list(dict.fromkeys(words))[:50]
 
 
 def find_locations(
