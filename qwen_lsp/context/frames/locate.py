@@ -1,15 +1,19 @@
-"""The generic location finder: the last recogniser, for output formats nobody wrote one for.
+"""The general locator: run after the recognisers, for what they are silent or unsure about.
 
-It proposes every path-like token with a line number nearby, in the shapes tools
-print (the location grammar below: `f.ext:4:`, `at FILE line N.`, `File "x.ml", line N`,
-`path(line, col)`, `A.java:[7,17]`, `main.js (3:9)`, `f.js: message (4:3)`, `main.scss 5:12`,
-`file=a.c,line=4`, `(in test file t.bats, line 5)`, a file header over `2:10` or `L: 7 | P: 21 |`
-rows, ...), and keeps a candidate only if `lookup` says its path is a real workspace file that has
-that line: the file system is the arbiter, so nothing points at a file that does not exist.
+It proposes every mention of a file with a line number beside or near it, in the shapes tools print
+(the location grammar below: `f.ext:4:`, `at FILE line N.`, `File "x.ml", line N`, `path(line, col)`,
+`A.java:[7,17]`, `main.js (3:9)`, `f.js: message (4:3)`, `main.scss 5:12`, `file=a.c,line=4`,
+`run.ksh[5]:`, `init.fish (line 3):`, `calc.bc 4:`, `line 6 of "gram.y"`; the file first and `in/at/on
+line N` later on the line; a file alone over `2:10`, `L: 7 | P: 21 |` or `ERROR: 0:5:` rows; an
+extension-less script at a shell line's start; as the last resort a file the command names), and keeps a
+candidate only if `lookup` says its path is a real workspace file that has that line: the file system is
+the arbiter, so nothing points at a file that does not exist.
 
-Ranking: the stack of a thread that received a signal first; then the first candidate whose own
-line (or the line next to it) the severity vocabulary calls an error; then the first candidate of
-the last block with an error word in or just above it. The others are context.
+Ranking: the stack of a thread that received a signal; a call marked `<--`; then the first candidate
+whose own line (or the line next to it) the severity vocabulary calls an error; then the last block with
+an error word in or just above it. Callers (`called on line N of file f`) are context. Inside a stack
+the trace's own order decides (`_innermost`). An error header naming a file (`TypeError: views/a.ejs:4`)
+is as sure as a recogniser's frame. See docs/terminal-output.md.
 """
 
 from __future__ import annotations
