@@ -95,7 +95,9 @@ def assemble(
         cwd = workspace / task.cwd if task.cwd else workspace
         try:
             # Parsing is linear but not free: a huge log is first cut around its failure.
-            frames = parse_output(truncate_output(task.terminal_output, max_lines=5000), cwd=cwd, workspace=workspace)
+            frames = parse_output(
+                truncate_output(task.terminal_output, max_lines=5000), cwd=cwd, workspace=workspace, command=task.command
+            )
         except Exception:
             log.debug("terminal output not parsed; no frames", exc_info=True)
             frames = []

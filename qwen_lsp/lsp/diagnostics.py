@@ -81,7 +81,7 @@ class DiagnosticStore:
             buffers = {Path(d.path): d.source for d in list(workspace.text_documents.values())}
 
             def convert() -> dict[str, list[types.Diagnostic]]:  # a thread: parsing may walk the workspace
-                frames = parse_output(params.output, cwd=cwd, workspace=root)
+                frames = parse_output(params.output, cwd=cwd, workspace=root, command=params.command)
                 data = protocol.DiagnosticData(run=key, command=params.command, exit_code=params.exit_code, cwd=cwd_rel)
                 by_uri = lsp_convert.frames_to_diagnostics(
                     frames, root, lambda p: buffers[p] if p in buffers else text_of(p),

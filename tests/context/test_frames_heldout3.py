@@ -20,7 +20,7 @@ SAMPLES = Path(__file__).parent / "samples"
 sys.path.insert(0, str(SAMPLES / "corpus"))
 from corpus_layout import heldout_names, lay_out, names
 
-HELDOUT = heldout_names()
+HELDOUT = heldout_names(("heldout3",))
 META = {n: json.loads((SAMPLES / n / "meta.json").read_text()) for n in HELDOUT}
 
 

@@ -176,3 +176,14 @@ def test_a_head_of_a_long_text_tells_it_is_over_a_token_limit_exactly_as_countin
         total = count_tokens(text)
         for limit in (10, 100, 333.5, 1000, total // 3, total - 1, total, total + 1, 5 * total):
             assert more_tokens_than(text, limit) == (total > limit), (len(text), limit)
+
+
+def test_a_file_only_the_command_names_is_the_primary(ws: Path, tmp_path: Path) -> None:
+    """Issue 38: `sqlite3 < q.sql` prints "Parse error near line 3" and no file: the command names it."""
+    (ws / "db").mkdir()
+    (ws / "db" / "q.sql").write_text("create table t (a int);\ninsert into t values (1);\nselect * from tt;\n")
+    out = "Parse error near line 3: no such table: tt\n"
+    task = Task.for_command("sqlite3 :memory: < db/q.sql", 1, out, None)
+    prompt = assemble(task, ws, settings(), system=SYSTEM, tools=TOOLS, cache_dir=tmp_path / "cache")
+    assert prompt.primary is not None and (prompt.primary.resolved, prompt.primary.line) == ("db/q.sql", 3)
+    assert "### db/q.sql" in user_text(prompt)

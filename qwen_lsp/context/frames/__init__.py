@@ -27,9 +27,9 @@ from .generic import parse_generic
 from .go import parse_go_panic, parse_go_race, parse_go_test
 from .jvm import parse_jvm
 from .lint import parse_compact, parse_grouped, parse_shellcheck
-from .locate import find_locations
+from .locate import file_name, find_locations
 from .make_shell import parse_make_shell
-from .model import Frame, Parser, Severity, Trace
+from .model import Frame, Parser, Raw, Severity, Trace
 from .native import parse_assert, parse_sanitizer, parse_valgrind
 from .node import parse_node, parse_node_tap
 from .php import parse_php
@@ -79,7 +79,9 @@ PARSERS: tuple[Parser, ...] = (
 MAX_LINES = 20_000
 
 
-def parse_output(text: str, *, cwd: Path, workspace: Path, max_lines: int = MAX_LINES) -> list[Frame]:
+def parse_output(
+    text: str, *, cwd: Path, workspace: Path, max_lines: int = MAX_LINES, command: str | None = None
+) -> list[Frame]:
     """Frames of every traceback and diagnostic in `text`, in output order.
 
     Within a stack trace frames go outermost first (as Python prints them), so
@@ -93,12 +95,39 @@ def parse_output(text: str, *, cwd: Path, workspace: Path, max_lines: int = MAX_
     taken: set[int] = set()
     traces: list[Trace] = []
     resolver = Resolver(cwd, workspace)
-    finder: Parser = partial(find_locations, lookup=partial(resolver.lookup, cwd=resolver.cwd))
-    for parser in (*PARSERS, finder):
+    for parser in PARSERS:
         try:
             traces.extend(parser(lines, taken))
         except Exception:  # a recogniser bug must not cost the user the other frames
             continue
+    # The general locator last: where the recognisers were silent, and on their message lines that gave no frame.
+    in_ws: dict[str, bool] = {}
+
+    def in_workspace(raw: Raw) -> bool:
+        if raw.library_hint:
+            return False
+        if raw.path not in in_ws:
+            in_ws[raw.path] = resolver.lookup(raw.path, resolver.cwd) is not None
+        return in_ws[raw.path]
+
+    open_lines: set[int] = set()  # lines of traces with no workspace frame: the locator may read their message
+    settled = False
+    for t in traces:
+        if any(in_workspace(raw) for raw in t.frames):
+            settled = True
+        elif t.frames:
+            open_lines.update(range(max(0, min(t.start, t.frames[0].at) - 2), max(raw.at for raw in t.frames) + 4))
+    open_lines -= {raw.at for t in traces for raw in t.frames}
+    known = {(file_name(raw.path), raw.line) for t in traces for raw in t.frames}
+    try:
+        traces.extend(
+            find_locations(
+                lines, taken, partial(resolver.lookup, cwd=resolver.cwd), command, open_lines, known,
+                partial(resolver.source_line, cwd=resolver.cwd), settled,
+            )
+        )
+    except Exception:
+        pass
     starts = sorted(t.start for t in traces if t.frames)
     traces.sort(key=lambda t: _order(t, starts))
     dirs = make_dirs(lines, resolver.cwd)

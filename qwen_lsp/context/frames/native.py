@@ -10,8 +10,9 @@ import re
 from .model import PATH, Raw, Trace
 
 _SAN_HEAD = re.compile(r"^(?:==\d+==)?(?:ERROR|WARNING): (?P<tool>\w+Sanitizer): (?P<msg>.*)$")
-_SAN_FRAME = re.compile(rf"^\s*#\d+ 0x[0-9a-fA-F]+ (?:in )?(?P<func>.+?) (?P<path>{PATH}):(?P<line>\d+)(?::(?P<col>\d+))?(?: \([^)]*\))?\s*$")
-_SAN_ANY_FRAME = re.compile(r"^\s*#\d+ 0x[0-9a-fA-F]+ ")
+# ThreadSanitizer prints no address: "#0 worker src/counter.c:9 (bin+0x11e9)".
+_SAN_FRAME = re.compile(rf"^\s*#\d+ (?:0x[0-9a-fA-F]+ )?(?:in )?(?P<func>.+?) (?P<path>{PATH}):(?P<line>\d+)(?::(?P<col>\d+))?(?: \([^)]*\))?\s*$")
+_SAN_ANY_FRAME = re.compile(r"^\s*#\d+ (?:0x[0-9a-fA-F]+ |\S+ \S+:\d+ \()")
 _SAN_END = re.compile(r"^(?:SUMMARY: \w+Sanitizer|==\d+==ABORTING|Shadow bytes around)")
 
 _VG = re.compile(r"^==\d+== ?(?P<rest>.*)$")

@@ -155,6 +155,21 @@ class Resolver:
         return (path, count) if count is not None else None
 
 
+    def source_line(self, printed: str, n: int, cwd: Path) -> str | None:
+        """Line n of the workspace file a printed path names (the locator reads the code a message names)."""
+        found = self.lookup(printed, cwd)
+        if found is None or os.path.getsize(found[0]) > 2_000_000:
+            return None
+        try:
+            with open(found[0], encoding="utf-8", errors="replace") as fh:
+                for k, text in enumerate(fh, 1):
+                    if k == n:
+                        return text
+        except OSError:
+            pass
+        return None
+
+
 def column_of(raw: Raw, abs_path: str) -> int | None:
     if raw.column is not None or raw.snippet is None or raw.snippet_col is None:
         return raw.column

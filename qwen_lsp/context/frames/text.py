@@ -117,6 +117,7 @@ _TS = r"\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?
 _LEVEL = r"\[?(?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|CRITICAL|FATAL)\]?"
 _FIELD = r"\[[\w.:/@-]+\]"
 _PREFIX_RE = re.compile(rf"^(?:[\w.-]+ +\| | +{_FIELD} |(?:(?:{_TS}|{_LEVEL}|{_FIELD}) )*(?:{_TS}|{_FIELD}) (?:(?:{_LEVEL}|{_FIELD}) )*)")
+_LOC_IN_PREFIX = re.compile(r"\.[A-Za-z]\w*:\d+\b")
 _PREFIX_START = frozenset(" 0123456789[abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_.-")
 
 
@@ -134,7 +135,8 @@ def strip_prefixes(lines: list[str]) -> list[str]:
             continue
         non_empty += 1
         m = _PREFIX_RE.match(ln) if ln[0] in _PREFIX_START else None
-        cut.append(m.end() if m else 0)
+        # "[ERROR:run.py:7] job failed" (a logging format with the caller's file and line): the prefix is the location
+        cut.append(m.end() if m and not _LOC_IN_PREFIX.search(ln, 0, m.end()) else 0)
     hits = sum(1 for c in cut if c)
     if hits < 2 or hits * 5 < non_empty:
         return strip_changing_prefixes(lines)
@@ -147,6 +149,7 @@ _NUM_TOKEN = re.compile(r"^[\[(#]?\d[\d:.,/TZ+-]*(?:s|ms)?[\])]?:?$")
 _WORD_TOKEN = re.compile(r"^\[?[A-Za-z][\w.-]*(?:\[\d+\])?[:\]]?$")
 _DIGITS = re.compile(r"\d+")
 _SAMPLE = 500  # lines that decide the prefix shape; the cut applies to every line of that shape
+_LOCATION_WORD = re.compile(r"^(?:line|col|column|row|ln)[:,]?$", re.IGNORECASE)
 
 
 def _prefix_shape(line: str) -> list[str]:
@@ -180,6 +183,8 @@ def strip_changing_prefixes(lines: list[str]) -> list[str]:
     need = max(3, len(sample) * 3 // 5)
     best = max((key for key, n in counts.items() if n >= need), key=len, default=None)
     if best is None or not any(t[:1].isdigit() or t[1:2].isdigit() for t in best):
+        return lines
+    if any(_LOCATION_WORD.match(t) for t in best):  # "line 6 column 1 - Error: ..." (tidy): a location, not a prefix
         return lines
     if len(best) == 1 and not re.search(r"\d\.\d|\d:\d+:\d", best[0]):  # one token: a time, not a `2:10` row
         return lines

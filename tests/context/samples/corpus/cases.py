@@ -13,7 +13,9 @@ from cases_generic import CASES as GENERIC
 from cases_heldout import CASES as HELDOUT
 from cases_heldout2 import CASES as HELDOUT2
 from cases_heldout3 import CASES as HELDOUT3
+from cases_heldout4 import CASES as HELDOUT4
+from cases_heldout5 import CASES as HELDOUT5
 from cases_js import CASES as JS
 from cases_python import CASES as PYTHON
 
-CASES: dict[str, dict] = {**PYTHON, **JS, **NATIVE, **OTHER, **GENERIC, **HELDOUT, **HELDOUT2, **HELDOUT3}
+CASES: dict[str, dict] = {**PYTHON, **JS, **NATIVE, **OTHER, **GENERIC, **HELDOUT, **HELDOUT2, **HELDOUT3, **HELDOUT4, **HELDOUT5}

@@ -30,11 +30,11 @@ def names() -> list[str]:
 
 # Held-out batches stored apart from the corpus the recognisers were written against: a name is
 # "<folder>/<case>", which lay_out reads like any other.
-HELDOUT_DIRS = ("heldout3",)
+HELDOUT_DIRS = ("heldout3", "heldout4", "heldout5")
 
 
-def heldout_names() -> list[str]:
-    return sorted(f"{d}/{p.name}" for d in HELDOUT_DIRS for p in (SAMPLES / d).iterdir() if (p / "output.txt").is_file())
+def heldout_names(dirs: tuple[str, ...] = HELDOUT_DIRS) -> list[str]:
+    return sorted(f"{d}/{p.name}" for d in dirs for p in (SAMPLES / d).iterdir() if (p / "output.txt").is_file())
 
 
 def lay_out(name: str, dest: Path) -> Sample:
