@@ -31,7 +31,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.fixes import harness  # noqa: E402
+from bench.fixes import case as case_module, harness  # noqa: E402
 from bench.fixes.case import Case, Edit, load_cases  # noqa: E402
 from tests.vllm_double import Reply, VLLMDouble, qwen_xml_tool_call  # noqa: E402
 
@@ -296,6 +296,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", type=Path, help="write every row here")
     args = p.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="qwen-quirks-") as tmp:
+        # An empty git config of our own: on a shared machine /dev/null is not always the device.
+        (Path(tmp) / "gitconfig").write_text("")
+        case_module._GIT_ENV["GIT_CONFIG_GLOBAL"] = str(Path(tmp) / "gitconfig")
         rows = asyncio.run(run_all(args.only, args.max_rounds, Path(tmp)))
     print(render(rows))
     if args.json:
