@@ -266,14 +266,14 @@ async def run_all(only: list[str] | None, max_rounds: int, scratch: Path) -> lis
 
 
 def render(rows: list[dict[str, Any]]) -> str:
-    out = [f"{'behaviour':<18} {'cases':>5} {'fixed':>5} {'clean':>5} {'wrong':>5} {'rounds':>6} {'prompt tok':>10}"]
+    out = [f"{'behaviour':<18} {'cases':>5} {'fixed':>5} {'clean':>5} {'wrong':>5} {'rounds':>6} {'prompt tok':>10}  engine outcomes"]
     for name in dict.fromkeys(r["behaviour"] for r in rows):
         mine = [r for r in rows if r["behaviour"] == name]
         count = {v: sum(1 for r in mine if r["verdict"] == v) for v in ("fixed", "clean stop", "wrong")}
         rounds = sum(r["rounds"] for r in mine) / len(mine)
         tokens = sum(r["prompt_tokens"] for r in mine) / len(mine)
         out.append(f"{name:<18} {len(mine):>5} {count['fixed']:>5} {count['clean stop']:>5} {count['wrong']:>5} "
-                   f"{rounds:>6.1f} {tokens:>10.0f}")
+                   f"{rounds:>6.1f} {tokens:>10.0f}  {','.join(sorted({str(r['engine_outcome']) for r in mine}))}")
     reachable = [r for r in rows if r["reachable"]]
     fixed = sum(1 for r in reachable if r["verdict"] == "fixed")
     wrong = sum(1 for r in rows if r["verdict"] == "wrong")

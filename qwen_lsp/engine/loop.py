@@ -36,8 +36,9 @@ from qwen_lsp.engine.prefetch import PromptCache
 from qwen_lsp.engine.protected import ProtectedPath, git_executed
 from qwen_lsp.engine import runs_later
 from qwen_lsp.gitio import GitError, ignored
+from qwen_lsp.engine.repeats import Repeats
 from qwen_lsp.engine.prompts import (
-    CUT_OFF, NO_PLAN_PATCH_REQUEST, NUDGE, PATCH_REQUEST, PLAN_REQUEST, REPLAN_REQUEST, SYSTEM, TEXT_PATCH_REQUEST,
+    CUT_OFF, EARLY_FINISH, NO_PLAN_PATCH_REQUEST, NUDGE, PATCH_REQUEST, PLAN_REQUEST, REPLAN_REQUEST, SYSTEM, TEXT_PATCH_REQUEST,
 )
 from qwen_lsp.llm.parsing import loads_loose, parse_edit_blocks
 from qwen_lsp.engine.risk import classify, is_test_command
@@ -151,6 +152,10 @@ class _Run:
         self.tools: list[dict[str, Any]] = TOOLS if engine.tools_supported else []
         self.plan: Plan | None = None
         self.validated: list[FileChange] | None = None  # the changes the last validation saw
+        self.repeats = Repeats()
+        self.early_finishes = 0  # finish calls with no change while the plan named edits
+        self.early_finish_summary = ""
+        self.recovered: list[str] = []  # "round N: tool from where": calls no server parser handed us
 
     async def execute(self) -> FixResult:
         built = await self.engine.prompt(self.task, self.overlay.root, self.overlay.read, self.stamp)
@@ -161,7 +166,7 @@ class _Run:
             return await self._explain()
         if self.settings.strategy == "no_plan":  # patch rounds only: no plan, nothing cached
             validation, summary, summary_by = await self._patch_loop()
-            return self._result(validation, summary, summary_by=summary_by)
+            return self._result(validation, summary, self._stopped_outcome(), summary_by=summary_by)
 
         self.messages.append({"role": "user", "content": PLAN_REQUEST})
         cached = self.engine.cache.get_state(key)
@@ -181,7 +186,15 @@ class _Run:
         validation, summary, summary_by = await self._patch_loop()
         if (changes := self.overlay.changes()) and changes != self.validated:  # no finish, or edits after it
             validation = await self._validate()
-        return self._result(validation, summary, summary_by=summary_by)
+        return self._result(validation, summary, self._stopped_outcome(), summary_by=summary_by)
+
+    def _stopped_outcome(self) -> str | None:
+        """The outcome of a fix the engine stopped with nothing to offer, else None (decided by its changes)."""
+        if self.overlay.changes():
+            return None
+        if self.repeats.stopped is not None:
+            return "repeated"
+        return "gave_up" if self.early_finishes >= 2 else None
 
     # -- phases ---------------------------------------------------------------------------
 
@@ -234,12 +247,22 @@ class _Run:
                 continue
             idle_rounds = 0
             edits_before = self.toolbox.edits_applied
+            self._note_recovered(reply, round_no)
             for call in reply.tool_calls:
-                result = self.toolbox.call(call.name, call.arguments)
+                if self.repeats.stopped is not None:  # the rest of a round that repeated a call a third time
+                    result = "Not run: the fix was stopped."
+                elif call.name == "finish" and self._finish_too_early():
+                    result = EARLY_FINISH.format(steps="; ".join(self.plan.steps if self.plan else [])[:600])
+                else:
+                    result = self.repeats.run(call.name, call.arguments, self.toolbox)
                 if call.name == "finish" and self.toolbox.finished is not None:
                     validation = await self._validate()
                     result = _validation_report(validation)
                 self.messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+            if self.repeats.stopped is not None:
+                return await self._stop_repeating(validation)
+            if self.early_finishes >= 2:
+                return validation, self.early_finish_summary, "engine"
             if broken:
                 self.messages.append({"role": "user", "content": _cut_off_note(broken, reply)})
             if self.toolbox.finished is None and self.toolbox.edits_applied > edits_before:
@@ -259,6 +282,32 @@ class _Run:
                 self.messages.append({"role": "user", "content": PATCH_REQUEST})
             seen_failures.add(fingerprint)
         return validation, "stopped: round limit reached", "engine"
+
+    def _note_recovered(self, reply: Completion, round_no: int) -> None:
+        for call in reply.tool_calls:
+            if call.source != "native":
+                where = {"content": "the answer's text", "reasoning": "the end of the reasoning",
+                         "split": "the reasoning and the answer's text (split)"}[call.source]
+                self.recovered.append(f"round {round_no}: {call.name} recovered from {where}")
+                self.progress(f"{call.name} call recovered from {where}")
+
+    def _finish_too_early(self) -> bool:
+        """A finish with nothing changed and nothing suggested while the plan named edits: the first
+        one is answered with the plan; the second ends the fix as given up (not as "no change needed")."""
+        if self.overlay.changes() or self.toolbox.suggestions or not _plan_names_edits(self.plan):
+            return False
+        self.early_finishes += 1
+        if self.early_finishes == 1:
+            return True
+        self.early_finish_summary = "stopped: the model gave up without making the edits its plan named"
+        self.toolbox.finished = None
+        return True
+
+    async def _stop_repeating(self, validation: Validation) -> tuple[Validation, str, SummaryBy]:
+        """Keep what was found before the model got stuck: its change, checked as at a finish."""
+        if self.overlay.changes() and self.overlay.changes() != self.validated:
+            validation = await self._validate()
+        return validation, f"stopped: the model repeated the same call ({self.repeats.stopped})", "engine"
 
     def _report_parse_errors(self) -> None:
         """Tell the model at once when this round's edits broke the syntax (appended to the last tool result)."""
@@ -434,6 +483,7 @@ class _Run:
             refused_writes=list(dict.fromkeys(self.overlay.refused)),
             runs_later=shown.runs_later,
             not_tracked=shown.not_tracked,
+            recovered_calls=self.recovered,
         )
 
     def _listing(self, changes: list[FileChange]) -> runs_later.Listing:
@@ -453,6 +503,14 @@ def parse_plan(content: str) -> Plan:
     except (ValueError, TypeError):
         text = content.strip()
         return Plan(steps=[text[:2000]] if text else [])
+
+
+_NO_EDIT_STEP = re.compile(r"\b(no|nothing|not)\b.{0,40}\b(change|edit|fix)", re.IGNORECASE)
+
+
+def _plan_names_edits(plan: Plan | None) -> bool:
+    """Whether the plan has a step to carry out (a step saying nothing needs changing is not one)."""
+    return plan is not None and any(step.strip() and not _NO_EDIT_STEP.search(step) for step in plan.steps)
 
 
 def _drop_broken_calls(reply: Completion) -> list[ToolCall]:
