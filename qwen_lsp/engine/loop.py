@@ -52,6 +52,12 @@ from qwen_lsp.engine import sandbox, vetting
 Progress = Callable[[str], None]
 log = logging.getLogger(__name__)
 
+NO_CACHE_HIT_MIN_TOKENS = 256  # below this the shared prefix is too short to expect a hit
+NO_CACHE_HIT = ("the model server reported 0 cached tokens for a request that repeats the previous %d-token prompt "
+                "of this fix: its prefix cache is not hitting, so every patch round pays for the whole prompt again. "
+                "Run `qwen-lsp doctor` (%s; vLLM: --enable-prefix-caching before 0.28, and vllm#51198 for the "
+                "hybrid Qwen3.6 model).")
+
 
 class Engine:
     def __init__(self, settings: Settings, client: ModelClient | None = None, cache: StateCache | None = None,
@@ -61,6 +67,7 @@ class Engine:
         self.cache = cache or StateCache(settings.cache_dir / "state", settings.cache_size_mb)
         self.live_index = live_index  # the language server's in-memory index of this engine's workspace
         self.tools_supported = True  # flips off once the server refuses tool calling
+        self.warned_no_cache_hit = False  # the prefix-cache warning is said once per process
         self.prompts = PromptCache()
 
     async def prompt(
@@ -130,7 +137,7 @@ class Engine:
                 calllog.FixRecord(
                     fix_id=run.fix_id, outcome=outcome, plan_from_cache=a.plan_from_cache,
                     thinking_calls=a.thinking_calls, non_thinking_calls=a.non_thinking_calls,
-                    seconds=time.monotonic() - run.started,
+                    seconds=time.monotonic() - run.started, prefix_cache_missed=run.prefix_cache_missed,
                 ),
             )
 
@@ -156,6 +163,8 @@ class _Run:
         self.early_finishes = 0  # finish calls with no change while the plan named edits
         self.early_finish_summary = ""
         self.recovered: list[str] = []  # "round N: tool from where": calls no server parser handed us
+        self.last_prompt_tokens = 0
+        self.prefix_cache_missed = False  # a patch round repeated the previous prompt and nothing was cached
 
     async def execute(self) -> FixResult:
         built = await self.engine.prompt(self.task, self.overlay.root, self.overlay.read, self.stamp)
@@ -251,7 +260,7 @@ class _Run:
             for call in reply.tool_calls:
                 if self.repeats.stopped is not None:  # the rest of a round that repeated a call a third time
                     result = "Not run: the fix was stopped."
-                elif call.name == "finish" and self._finish_too_early():
+                elif call.name == "finish" and self._finish_too_early(call):
                     result = EARLY_FINISH.format(steps="; ".join(self.plan.steps if self.plan else [])[:600])
                 else:
                     result = self.repeats.run(call.name, call.arguments, self.toolbox)
@@ -261,8 +270,8 @@ class _Run:
                 self.messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
             if self.repeats.stopped is not None:
                 return await self._stop_repeating(validation)
-            if self.early_finishes >= 2:
-                return validation, self.early_finish_summary, "engine"
+            if self.early_finishes >= 2:  # the model's own words, labelled as such; the outcome says it gave up
+                return validation, self.early_finish_summary, "model"
             if broken:
                 self.messages.append({"role": "user", "content": _cut_off_note(broken, reply)})
             if self.toolbox.finished is None and self.toolbox.edits_applied > edits_before:
@@ -291,16 +300,17 @@ class _Run:
                 self.recovered.append(f"round {round_no}: {call.name} recovered from {where}")
                 self.progress(f"{call.name} call recovered from {where}")
 
-    def _finish_too_early(self) -> bool:
+    def _finish_too_early(self, call: ToolCall) -> bool:
         """A finish with nothing changed and nothing suggested while the plan named edits: the first
         one is answered with the plan; the second ends the fix as given up (not as "no change needed")."""
         if self.overlay.changes() or self.toolbox.suggestions or not _plan_names_edits(self.plan):
             return False
         self.early_finishes += 1
-        if self.early_finishes == 1:
-            return True
-        self.early_finish_summary = "stopped: the model gave up without making the edits its plan named"
-        self.toolbox.finished = None
+        try:
+            said = json.loads(call.arguments).get("summary")
+        except (ValueError, AttributeError):
+            said = None
+        self.early_finish_summary = said if isinstance(said, str) and said else "done"
         return True
 
     async def _stop_repeating(self, validation: Validation) -> tuple[Validation, str, SummaryBy]:
@@ -395,7 +405,20 @@ class _Run:
         a.prompt_tokens += reply.prompt_tokens
         a.completion_tokens += reply.completion_tokens
         a.cached_tokens += reply.cached_tokens
+        self._check_cache_hit(reply)
         return reply
+
+    def _check_cache_hit(self, reply: Completion) -> None:
+        """A request that extends the previous one (append-only) should find that prefix cached; a server
+        reporting 0 cached tokens there recomputes the whole prompt every round. Said once per process."""
+        shared, self.last_prompt_tokens = self.last_prompt_tokens, reply.prompt_tokens
+        if (shared < NO_CACHE_HIT_MIN_TOKENS or reply.prompt_tokens < shared or not reply.cached_tokens_reported
+                or reply.cached_tokens > 0 or self.settings.strategy == "prefix_unstable"):
+            return
+        self.prefix_cache_missed = True
+        if not self.engine.warned_no_cache_hit:
+            self.engine.warned_no_cache_hit = True
+            log.warning(NO_CACHE_HIT, shared, self.settings.base_url)
 
     def _patch_request(self) -> str:
         if not self.tools:
