@@ -47,7 +47,10 @@ def assert_fix_offered(report: dict, repo) -> None:
 )
 def test_a_call_wherever_the_model_left_it_fixes_the_bug(repo, qfix_env, vllm, answer):
     vllm.script(PLANNED, answer, FINISH)
-    assert_fix_offered(qfix(repo, qfix_env), repo)
+    report = qfix(repo, qfix_env)
+    assert_fix_offered(report, repo)
+    (recovered,) = report["recovered_calls"]  # where the call was found, said in the report
+    assert recovered.startswith("round 1: edit_file recovered from the ")
 
 
 def test_a_rejected_draft_alone_is_never_written(repo, qfix_env, vllm):
