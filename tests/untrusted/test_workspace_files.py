@@ -68,7 +68,7 @@ async def test_a_symlink_out_of_the_workspace_stays_out_of_prompt_search_and_edi
 
     requests = json.dumps(vllm.chat_requests())
     assert "SECRET-123" not in requests and "API_TOKEN" not in requests  # prompt, repo map, tool answers
-    search, read, edit = [m["content"] for m in vllm.chat_requests()[-1]["messages"] if m["role"] == "tool"]
+    search, read, edit = [m["content"] for m in vllm.chat_requests()[-1]["messages"] if m["role"] == "tool"][:3]
     assert search.splitlines() == ["app.py:1: from link import leaked", "app.py:3: print(leaked() + missing)"]
     assert "outside the workspace" in read and "outside the workspace" in edit
     assert result.changes == [] and (tmp_path / "secret.py").read_text() == SECRET
