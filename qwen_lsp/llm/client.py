@@ -186,7 +186,8 @@ class ModelClient:
         outcome = "cancelled"
         try:
             session = self.settings.session_id or session_id
-            completion = _finish(await self._stream(request, completion, session, progress or StreamProgress()), request.tools)
+            completion = _finish(await self._stream(request, completion, session, progress or StreamProgress()),
+                                 request.tools if request.tool_choice != "none" else None)
             outcome = "ok"
             return completion
         except ModelServerError as exc:
@@ -375,13 +376,15 @@ def _reasoning_of(delta: Any) -> str | None:
 
 def _finish(completion: Completion, tools: list[dict[str, Any]] | None = None) -> Completion:
     """Move inline <think> text out of content, and take the tool calls the answer commits to
-    wherever the model wrote them (llm/dialect.py), XML values typed by the tools' schemas."""
+    wherever the model wrote them (llm/dialect.py), XML values typed by the tools' schemas. The
+    reasoning is searched only when `tools` may be called (not for a plan: tool_choice "none")."""
     inline_reasoning, answer = split_reasoning(completion.content)
     if inline_reasoning:
         completion.reasoning_from_text = True
         completion.reasoning = "\n".join(r for r in (completion.reasoning, inline_reasoning) if r)
-    if "<function=" in answer or "<function=" in completion.reasoning:
-        found = dialect.find_calls(answer, completion.reasoning, native=bool(completion.tool_calls))
+    reasoning = completion.reasoning if tools else ""
+    if "<function=" in answer or "<function=" in reasoning:
+        found = dialect.find_calls(answer, reasoning, native=bool(completion.tool_calls))
         schemas = {t["function"]["name"]: t["function"].get("parameters", {}).get("properties", {})
                    for t in tools or [] if t.get("type") == "function"}
         recovered = [

@@ -100,3 +100,9 @@ def test_the_client_recovers_a_reasoning_call_and_counts_the_drafts():
     done = _finish(Completion(content="", reasoning=reasoning), TOOLS)
     assert [(c.source, json.loads(c.arguments)["new_string"]) for c in done.tool_calls] == [("reasoning", "25")]
     assert done.draft_calls == 1 and not done.tool_calls_from_text
+
+
+def test_a_call_in_the_reasoning_of_an_answer_that_may_call_no_tool_is_left_alone():
+    # the plan request (tool_choice "none") and requests without tools: the reasoning is only thinking
+    done = _finish(Completion(content='{"steps": []}', reasoning=xml("edit_file", edit("x = 2"))), None)
+    assert done.tool_calls == [] and done.content == '{"steps": []}'
