@@ -131,6 +131,20 @@ def xml_only(t: Turn) -> Reply:
     return Reply(content="I'll edit it.\n" + "\n".join(xml("edit_file", edit_args(e)) for e in t.edits))
 
 
+def draft_only(t: Turn) -> Reply:
+    """A draft in the thinking, then more thinking and no call, every round (no fix is reachable):
+    the draft must never run."""
+    return Reply(reasoning=xml("edit_file", draft_of(t.edits[0])) + "\nHmm, no. Let me reconsider the caller first.",
+                 content="")
+
+
+def split_in_value(t: Turn) -> Reply:
+    """The think block closed inside a value (no fix is reachable without guessing the lost text)."""
+    calls = "\n".join(xml("edit_file", draft_of(e)) for e in t.edits)
+    cut = calls.index(DRAFT_MARK)
+    return Reply(reasoning="Applying.\n" + calls[:cut], content=calls[cut:])
+
+
 def native_typed(t: Turn) -> Reply:
     """A native call whose string argument came out as a JSON number or object."""
     if t.done >= len(t.edits):
@@ -196,6 +210,8 @@ BEHAVIOURS: dict[str, tuple[Callable[[Turn], Reply], list[str] | None, bool]] = 
     "rejected_draft": (rejected_draft, None, True),
     "draft_then_native": (draft_then_native, None, True),
     "xml_beside_native": (xml_beside_native, None, True),
+    "draft_only": (draft_only, None, False),
+    "split_in_value": (split_in_value, None, False),
     "xml_number_text": (xml_only, NUMBER_CASES, True),
     "native_number": (native_typed, NUMBER_CASES, True),
     "repeat_edit": (repeat_edit, None, True),
