@@ -12,6 +12,8 @@ from tests.vllm_double import Reply, qwen_xml_tool_call as xml
 
 EDIT = {"path": "calc.py", "old_string": "total = a - b", "new_string": "total = a + b"}
 DRAFT = {"path": "calc.py", "old_string": "total = a - b", "new_string": "total = b - a  # DRAFT"}
+WHOLE = xml("edit_file", EDIT)
+CUT = WHOLE.index("<parameter=new_string>")  # the think block closed between two parameters
 FINISH = Reply(tool_calls=[("finish", {"summary": "add now adds"})])
 
 
@@ -36,6 +38,7 @@ def the_edit(resolved: types.CodeAction) -> str:
                            content=""), id="rejected-draft"),
         pytest.param(Reply(content="And:\n" + xml("edit_file", EDIT), tool_calls=[("read_file", {"path": "calc.py"})]),
                      id="xml-beside-native"),
+        pytest.param(Reply(reasoning="Applying.\n" + WHOLE[:CUT], content=WHOLE[CUT:]), id="split-call"),
     ],
 )
 async def test_resolve_finds_the_call_wherever_the_model_left_it(lsp, vllm, project, answer):

@@ -17,6 +17,8 @@ from tests.vllm_double import Reply, qwen_xml_tool_call as xml
 
 EDIT = {"path": "script.py", "old_string": '"Hello, " + nme', "new_string": '"Hello, " + name'}
 DRAFT = {"path": "script.py", "old_string": '"Hello, " + nme', "new_string": '"Hello, " + nme  # DRAFT'}
+WHOLE = xml("edit_file", EDIT)
+CUT = WHOLE.index("<parameter=old_string>")  # the think block closed between two parameters
 PLANNED = Reply(reasoning="nme is a typo of the parameter name", content=json.dumps(PLAN))
 FINISH = Reply(tool_calls=[("finish", {"summary": "greet() now uses its parameter"})])
 
@@ -43,6 +45,7 @@ def assert_fix_offered(report: dict, repo) -> None:
                            content=""), id="rejected-draft"),
         pytest.param(Reply(content="Also:\n" + xml("edit_file", EDIT), tool_calls=[("read_file", {"path": "script.py"})]),
                      id="xml-beside-native"),
+        pytest.param(Reply(reasoning="Applying.\n" + WHOLE[:CUT], content=WHOLE[CUT:]), id="split-call"),
     ],
 )
 def test_a_call_wherever_the_model_left_it_fixes_the_bug(repo, qfix_env, vllm, answer):
