@@ -110,6 +110,9 @@ class Accounting(BaseModel):
     wall_seconds: float = 0.0
     plan_from_cache: bool = False
     rounds: int = 0  # patch rounds run
+    # A patch request extended the previous prompt of the fix and the server cached none of it
+    # (engine/loop.py): its prefix cache is not hitting; `qwen-lsp doctor` says why.
+    prefix_cache_missed: bool = False
 
 
 # "repeated": stopped because the model sent the same call a third time, with no change to offer;

@@ -415,7 +415,7 @@ class _Run:
         if (shared < NO_CACHE_HIT_MIN_TOKENS or reply.prompt_tokens < shared or not reply.cached_tokens_reported
                 or reply.cached_tokens > 0 or self.settings.strategy == "prefix_unstable"):
             return
-        self.prefix_cache_missed = True
+        self.prefix_cache_missed = self.accounting.prefix_cache_missed = True
         if not self.engine.warned_no_cache_hit:
             self.engine.warned_no_cache_hit = True
             log.warning(NO_CACHE_HIT, shared, self.settings.base_url)

@@ -69,3 +69,16 @@ async def test_resolve_after_two_early_finishes_says_the_model_gave_up(lsp, vllm
     (message,) = await wait_until(lambda: [m for m in lsp.messages if "made no change" in m.message], timeout=60)
     assert "the model gave up on the edits its plan named" in message.message
     assert message.message.endswith("the model says: “nothing to change”")
+
+
+async def test_a_prefix_cache_that_never_hits_is_said_once_in_the_servers_log(lsp, vllm, project):
+    vllm.prefix_caching = False  # the server reports cached tokens, and none ever hit
+    edit = Reply(tool_calls=[("edit_file", EDIT)])
+    resolved = await resolve(lsp, vllm, project, edit, FINISH)
+    assert "total = a + b" in the_edit(resolved)
+    warnings = [m.message for m in lsp.log_messages if "prefix cache is not hitting" in m.message]
+    assert len(warnings) == 1 and "qwen-lsp doctor" in warnings[0]
+
+    (project / "calc.py").write_text((project / "calc.py").read_text() + "\n")  # a new fix, not the cached plan
+    await resolve(lsp, vllm, project, edit, FINISH)
+    assert len([m for m in lsp.log_messages if "prefix cache is not hitting" in m.message]) == 1  # said once
