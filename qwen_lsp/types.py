@@ -110,9 +110,14 @@ class Accounting(BaseModel):
     wall_seconds: float = 0.0
     plan_from_cache: bool = False
     rounds: int = 0  # patch rounds run
+    # A patch request extended the previous prompt of the fix and the server cached none of it
+    # (engine/loop.py): its prefix cache is not hitting; `qwen-lsp doctor` says why.
+    prefix_cache_missed: bool = False
 
 
-Outcome = Literal["fixed", "changed_unverified", "no_change", "failed", "cancelled", "explained"]
+# "repeated": stopped because the model sent the same call a third time, with no change to offer;
+# "gave_up": the model finished twice without making the edits its plan named (not "nothing to change").
+Outcome = Literal["fixed", "changed_unverified", "no_change", "failed", "cancelled", "explained", "repeated", "gave_up"]
 SummaryBy = Literal["model", "engine"]  # who wrote a FixResult's summary: front ends label the model's words
 
 
@@ -132,6 +137,9 @@ class FixResult(BaseModel):
     # files git ignores. Either kind is written only after the user's explicit yes (never by qfix --yes).
     runs_later: list[str] = Field(default_factory=list)
     not_tracked: list[str] = Field(default_factory=list)
+    # Tool calls no server parser handed over, and where they were found: "round 2: edit_file recovered
+    # from the end of the reasoning" (llm/dialect.py).
+    recovered_calls: list[str] = Field(default_factory=list)
 
 
 class CachedState(BaseModel):

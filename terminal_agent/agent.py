@@ -53,6 +53,8 @@ NO_FIX = {
     "no_change": "the model proposed no change",
     "failed": "the model's change did not pass its checks, so it was dropped",
     "changed_unverified": "the model's change could not be checked",
+    "repeated": "the model kept repeating the same call, so the fix was stopped",
+    "gave_up": "the model gave up without making the edits its plan named",
 }
 
 

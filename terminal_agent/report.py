@@ -55,6 +55,7 @@ class QfixReport(BaseModel):
     refused_writes: list[str] = Field(default_factory=list)  # protected paths the model tried to change
     runs_later: list[str] = Field(default_factory=list)  # "path (why)": changed files a tool runs later
     not_tracked: list[str] = Field(default_factory=list)  # changed files git ignores
+    recovered_calls: list[str] = Field(default_factory=list)  # tool calls found outside the server's parsing
     verification: Verification | None = None
     model: ModelUsage = Field(default_factory=ModelUsage)
     error: str | None = None
@@ -73,6 +74,7 @@ class QfixReport(BaseModel):
         self.suggestions = list(result.suggestions)
         self.validation = result.validation
         self.refused_writes = list(result.refused_writes)
+        self.recovered_calls = list(result.recovered_calls)
         self.runs_later, self.not_tracked = list(result.runs_later), list(result.not_tracked)
         self.model = ModelUsage(
             thinking_calls=a.thinking_calls, non_thinking_calls=a.non_thinking_calls, prompt_tokens=a.prompt_tokens,

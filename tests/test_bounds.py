@@ -110,12 +110,13 @@ async def test_an_edit_over_the_size_limit_is_refused_to_the_model_and_nothing_c
         _edit("    total = a + b  # " + "x" * 5000),
         Reply(tool_calls=[("create_file", {"path": "big.py", "content": "y = 1\n" * 1000})]),
         FINISH,
+        FINISH,  # the first finish without a change is answered with the plan's edits
     )
     engine = make_engine(vllm, tmp_path / "cache", limits=Limits(edit_max_bytes=4000))
     result = await engine.fix(failing_test_task(), project)
     replies = [m["content"] for m in vllm.chat_requests()[3]["messages"] if m["role"] == "tool"]
     assert "one edit may add at most 4000" in replies[0] and "one edit may add at most 4000" in replies[1]
-    assert result.outcome == "no_change" and result.changes == []
+    assert result.outcome == "gave_up" and result.changes == []
 
 
 async def test_a_file_over_the_size_limit_is_never_produced(vllm, project, tmp_path):
@@ -123,6 +124,7 @@ async def test_a_file_over_the_size_limit_is_never_produced(vllm, project, tmp_p
         Reply(reasoning="r", content=json.dumps(PLAN)),
         _edit("    total = a + b\n" + "    # padding\n" * 200),
         FINISH,
+        FINISH,  # the first finish without a change is answered with the plan's edits
     )
     engine = make_engine(vllm, tmp_path / "cache", limits=Limits(file_max_bytes=2000))
     result = await engine.fix(failing_test_task(), project)

@@ -267,6 +267,7 @@ class VLLMDouble:
         reasoning_parser: bool = True,
         tool_parser: bool = True,
         report_cached_tokens: bool = True,
+        prefix_caching: bool = True,
         block_size: int = 16,
         tokenize_offset: int = 0,
     ) -> None:
@@ -278,6 +279,7 @@ class VLLMDouble:
         self.reasoning_parser = reasoning_parser
         self.tool_parser = tool_parser
         self.report_cached_tokens = report_cached_tokens
+        self.prefix_caching = prefix_caching  # False: as a server whose prefix cache never hits (reports 0)
         self.block_size = block_size
         self.tokenize_offset = tokenize_offset
         self.responder: Callable[[dict[str, Any]], Reply] | None = None
@@ -429,6 +431,7 @@ class VLLMDouble:
             cached = max((common_prefix(prompt, seen) for seen in self._prompts), default=0)
             # vLLM always computes the last prompt token, and caches whole blocks only.
             cached = max(min(cached, len(prompt) - 1), 0) // self.block_size * self.block_size
+            cached = cached if self.prefix_caching else 0
             self._prompts.append(prompt)
             self._counters["prompt_tokens"] += len(prompt)
             self._counters["generation_tokens"] += completion_tokens

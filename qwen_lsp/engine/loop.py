@@ -36,8 +36,9 @@ from qwen_lsp.engine.prefetch import PromptCache
 from qwen_lsp.engine.protected import ProtectedPath, git_executed
 from qwen_lsp.engine import runs_later
 from qwen_lsp.gitio import GitError, ignored
+from qwen_lsp.engine.repeats import Repeats
 from qwen_lsp.engine.prompts import (
-    CUT_OFF, NO_PLAN_PATCH_REQUEST, NUDGE, PATCH_REQUEST, PLAN_REQUEST, REPLAN_REQUEST, SYSTEM, TEXT_PATCH_REQUEST,
+    CUT_OFF, EARLY_FINISH, NO_PLAN_PATCH_REQUEST, NUDGE, PATCH_REQUEST, PLAN_REQUEST, REPLAN_REQUEST, SYSTEM, TEXT_PATCH_REQUEST,
 )
 from qwen_lsp.llm.parsing import loads_loose, parse_edit_blocks
 from qwen_lsp.engine.risk import classify, is_test_command
@@ -51,6 +52,12 @@ from qwen_lsp.engine import sandbox, vetting
 Progress = Callable[[str], None]
 log = logging.getLogger(__name__)
 
+NO_CACHE_HIT_MIN_TOKENS = 256  # below this the shared prefix is too short to expect a hit
+NO_CACHE_HIT = ("the model server reported 0 cached tokens for a request that repeats the previous %d-token prompt "
+                "of this fix: its prefix cache is not hitting, so every patch round pays for the whole prompt again. "
+                "Run `qwen-lsp doctor` (%s; vLLM: --enable-prefix-caching before 0.28, and vllm#51198 for the "
+                "hybrid Qwen3.6 model).")
+
 
 class Engine:
     def __init__(self, settings: Settings, client: ModelClient | None = None, cache: StateCache | None = None,
@@ -60,6 +67,7 @@ class Engine:
         self.cache = cache or StateCache(settings.cache_dir / "state", settings.cache_size_mb)
         self.live_index = live_index  # the language server's in-memory index of this engine's workspace
         self.tools_supported = True  # flips off once the server refuses tool calling
+        self.warned_no_cache_hit = False  # the prefix-cache warning is said once per process
         self.prompts = PromptCache()
 
     async def prompt(
@@ -129,7 +137,7 @@ class Engine:
                 calllog.FixRecord(
                     fix_id=run.fix_id, outcome=outcome, plan_from_cache=a.plan_from_cache,
                     thinking_calls=a.thinking_calls, non_thinking_calls=a.non_thinking_calls,
-                    seconds=time.monotonic() - run.started,
+                    seconds=time.monotonic() - run.started, prefix_cache_missed=run.prefix_cache_missed,
                 ),
             )
 
@@ -151,6 +159,12 @@ class _Run:
         self.tools: list[dict[str, Any]] = TOOLS if engine.tools_supported else []
         self.plan: Plan | None = None
         self.validated: list[FileChange] | None = None  # the changes the last validation saw
+        self.repeats = Repeats()
+        self.early_finishes = 0  # finish calls with no change while the plan named edits
+        self.early_finish_summary = ""
+        self.recovered: list[str] = []  # "round N: tool from where": calls no server parser handed us
+        self.last_prompt_tokens = 0
+        self.prefix_cache_missed = False  # a patch round repeated the previous prompt and nothing was cached
 
     async def execute(self) -> FixResult:
         built = await self.engine.prompt(self.task, self.overlay.root, self.overlay.read, self.stamp)
@@ -161,7 +175,7 @@ class _Run:
             return await self._explain()
         if self.settings.strategy == "no_plan":  # patch rounds only: no plan, nothing cached
             validation, summary, summary_by = await self._patch_loop()
-            return self._result(validation, summary, summary_by=summary_by)
+            return self._result(validation, summary, self._stopped_outcome(), summary_by=summary_by)
 
         self.messages.append({"role": "user", "content": PLAN_REQUEST})
         cached = self.engine.cache.get_state(key)
@@ -181,7 +195,15 @@ class _Run:
         validation, summary, summary_by = await self._patch_loop()
         if (changes := self.overlay.changes()) and changes != self.validated:  # no finish, or edits after it
             validation = await self._validate()
-        return self._result(validation, summary, summary_by=summary_by)
+        return self._result(validation, summary, self._stopped_outcome(), summary_by=summary_by)
+
+    def _stopped_outcome(self) -> str | None:
+        """The outcome of a fix the engine stopped with nothing to offer, else None (decided by its changes)."""
+        if self.overlay.changes():
+            return None
+        if self.repeats.stopped is not None:
+            return "repeated"
+        return "gave_up" if self.early_finishes >= 2 else None
 
     # -- phases ---------------------------------------------------------------------------
 
@@ -234,12 +256,22 @@ class _Run:
                 continue
             idle_rounds = 0
             edits_before = self.toolbox.edits_applied
+            self._note_recovered(reply, round_no)
             for call in reply.tool_calls:
-                result = self.toolbox.call(call.name, call.arguments)
+                if self.repeats.stopped is not None:  # the rest of a round that repeated a call a third time
+                    result = "Not run: the fix was stopped."
+                elif call.name == "finish" and self._finish_too_early(call):
+                    result = EARLY_FINISH.format(steps="; ".join(self.plan.steps if self.plan else [])[:600])
+                else:
+                    result = self.repeats.run(call.name, call.arguments, self.toolbox)
                 if call.name == "finish" and self.toolbox.finished is not None:
                     validation = await self._validate()
                     result = _validation_report(validation)
                 self.messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+            if self.repeats.stopped is not None:
+                return await self._stop_repeating(validation)
+            if self.early_finishes >= 2:  # the model's own words, labelled as such; the outcome says it gave up
+                return validation, self.early_finish_summary, "model"
             if broken:
                 self.messages.append({"role": "user", "content": _cut_off_note(broken, reply)})
             if self.toolbox.finished is None and self.toolbox.edits_applied > edits_before:
@@ -259,6 +291,33 @@ class _Run:
                 self.messages.append({"role": "user", "content": PATCH_REQUEST})
             seen_failures.add(fingerprint)
         return validation, "stopped: round limit reached", "engine"
+
+    def _note_recovered(self, reply: Completion, round_no: int) -> None:
+        for call in reply.tool_calls:
+            if call.source != "native":
+                where = {"content": "the answer's text", "reasoning": "the end of the reasoning",
+                         "split": "the reasoning and the answer's text (split)"}[call.source]
+                self.recovered.append(f"round {round_no}: {call.name} recovered from {where}")
+                self.progress(f"{call.name} call recovered from {where}")
+
+    def _finish_too_early(self, call: ToolCall) -> bool:
+        """A finish with nothing changed and nothing suggested while the plan named edits: the first
+        one is answered with the plan; the second ends the fix as given up (not as "no change needed")."""
+        if self.overlay.changes() or self.toolbox.suggestions or not _plan_names_edits(self.plan):
+            return False
+        self.early_finishes += 1
+        try:
+            said = json.loads(call.arguments).get("summary")
+        except (ValueError, AttributeError):
+            said = None
+        self.early_finish_summary = said if isinstance(said, str) and said else "done"
+        return True
+
+    async def _stop_repeating(self, validation: Validation) -> tuple[Validation, str, SummaryBy]:
+        """Keep what was found before the model got stuck: its change, checked as at a finish."""
+        if self.overlay.changes() and self.overlay.changes() != self.validated:
+            validation = await self._validate()
+        return validation, f"stopped: the model repeated the same call ({self.repeats.stopped})", "engine"
 
     def _report_parse_errors(self) -> None:
         """Tell the model at once when this round's edits broke the syntax (appended to the last tool result)."""
@@ -346,7 +405,20 @@ class _Run:
         a.prompt_tokens += reply.prompt_tokens
         a.completion_tokens += reply.completion_tokens
         a.cached_tokens += reply.cached_tokens
+        self._check_cache_hit(reply)
         return reply
+
+    def _check_cache_hit(self, reply: Completion) -> None:
+        """A request that extends the previous one (append-only) should find that prefix cached; a server
+        reporting 0 cached tokens there recomputes the whole prompt every round. Said once per process."""
+        shared, self.last_prompt_tokens = self.last_prompt_tokens, reply.prompt_tokens
+        if (shared < NO_CACHE_HIT_MIN_TOKENS or reply.prompt_tokens < shared or not reply.cached_tokens_reported
+                or reply.cached_tokens > 0 or self.settings.strategy == "prefix_unstable"):
+            return
+        self.prefix_cache_missed = self.accounting.prefix_cache_missed = True
+        if not self.engine.warned_no_cache_hit:
+            self.engine.warned_no_cache_hit = True
+            log.warning(NO_CACHE_HIT, shared, self.settings.base_url)
 
     def _patch_request(self) -> str:
         if not self.tools:
@@ -434,6 +506,7 @@ class _Run:
             refused_writes=list(dict.fromkeys(self.overlay.refused)),
             runs_later=shown.runs_later,
             not_tracked=shown.not_tracked,
+            recovered_calls=self.recovered,
         )
 
     def _listing(self, changes: list[FileChange]) -> runs_later.Listing:
@@ -453,6 +526,14 @@ def parse_plan(content: str) -> Plan:
     except (ValueError, TypeError):
         text = content.strip()
         return Plan(steps=[text[:2000]] if text else [])
+
+
+_NO_EDIT_STEP = re.compile(r"\b(no|nothing|not)\b.{0,40}\b(change|edit|fix)", re.IGNORECASE)
+
+
+def _plan_names_edits(plan: Plan | None) -> bool:
+    """Whether the plan has a step to carry out (a step saying nothing needs changing is not one)."""
+    return plan is not None and any(step.strip() and not _NO_EDIT_STEP.search(step) for step in plan.steps)
 
 
 def _drop_broken_calls(reply: Completion) -> list[ToolCall]:

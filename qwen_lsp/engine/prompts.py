@@ -36,6 +36,10 @@ and nothing else. Write no blocks when no change is needed."""
 
 REPLAN_REQUEST = "The same check failed twice in a row. Step back and re-plan. " + PLAN_REQUEST
 
+# A finish with nothing changed while the plan named edits (engine/loop.py): said once, then taken as giving up.
+EARLY_FINISH = """Not finished: no file has changed, but the plan names edits: {steps}. \
+Make them with edit_file; call finish again only if no change is needed after all."""
+
 NUDGE = "Use the tools to make the change, or call finish if nothing needs changing."
 
 # The "no plan" strategy (settings.strategy, bench/fixes): patch rounds straight from the context.

@@ -6,7 +6,6 @@ by one pydantic model per tool (tool_args.py) before a tool runs."""
 from __future__ import annotations
 
 import fnmatch
-import json
 import logging
 import os
 import stat
@@ -18,6 +17,7 @@ from pydantic import ValidationError
 from qwen_lsp.engine import risk
 from qwen_lsp.engine.edits import EditError, apply_edit
 from qwen_lsp.engine.tool_args import ARGUMENTS, describe_errors
+from qwen_lsp.llm.dialect import coerce_native
 from qwen_lsp.types import ShellSuggestion
 from qwen_lsp.engine.overlay import Overlay, PathOutsideWorkspace, UnwritablePath
 from qwen_lsp.engine.protected import ProtectedPath
@@ -63,6 +63,9 @@ TOOLS: list[dict[str, Any]] = [
 ]
 
 
+_PROPERTIES: dict[str, dict[str, Any]] = {t["function"]["name"]: t["function"]["parameters"]["properties"] for t in TOOLS}
+
+
 def size_error(limits: Limits, path: str, new_text: str | None, updated: str | None) -> str | None:
     """Why an edit is refused for its size (the new text of one edit, or the whole file after it), or None."""
     if new_text is not None and (n := len(new_text.encode("utf-8", "surrogateescape"))) > limits.edit_max_bytes:
@@ -97,8 +100,8 @@ class ToolBox:
         model = ARGUMENTS.get(name) if isinstance(name, str) else None
         if model is None:
             return f"Error: unknown tool {name!r}. Available: " + ", ".join(t["function"]["name"] for t in TOOLS)
-        try:
-            args = json.loads(arguments) if isinstance(arguments, str | bytes) else arguments
+        try:  # a number or object sent for a string parameter becomes its JSON text, as written
+            args = coerce_native(arguments, _PROPERTIES[name]) if isinstance(arguments, str | bytes) else arguments
         except ValueError as exc:
             return f"Error: the arguments of {name} are not valid JSON ({exc}). Send a JSON object."
         if args is None:

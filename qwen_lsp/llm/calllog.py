@@ -34,6 +34,7 @@ class FixRecord(BaseModel):
     thinking_calls: int
     non_thinking_calls: int
     seconds: float
+    prefix_cache_missed: bool = False  # a patch round extended the previous prompt and the server cached none of it
 
 
 Record = Annotated[CallRecord | FixRecord, Field(discriminator="kind")]

@@ -20,7 +20,8 @@ from openai import AsyncOpenAI
 from pydantic import BaseModel, Field
 
 from qwen_lsp.llm import calllog
-from qwen_lsp.llm.parsing import parse_xml_tool_calls, split_reasoning
+from qwen_lsp.llm import dialect
+from qwen_lsp.llm.parsing import split_reasoning
 from qwen_lsp.settings import SamplingPreset, Settings
 from qwen_lsp.llm.tokens import count_tokens
 
@@ -57,6 +58,9 @@ class ToolCall(BaseModel):
     id: str
     name: str
     arguments: str  # JSON text, as the server sent it
+    # Where the call was found (llm/dialect.py): parsed by the server, or recovered from XML left in
+    # the content, in the reasoning, or split across the two. Not sent back to the server.
+    source: dialect.Source = "native"
 
 
 class Completion(BaseModel):
@@ -71,6 +75,7 @@ class Completion(BaseModel):
     cached_tokens_reported: bool = False  # vLLM sends them only with --enable-prompt-tokens-details
     usage_counted_locally: bool = False  # the stream had no usage (llama.cpp): counted with our tokenizer
     tool_calls_from_text: bool = False  # recovered from XML in content: the server has no tool parser
+    draft_calls: int = 0  # calls in the reasoning that the answer did not commit to: never run
     reasoning_from_text: bool = False  # <think> text in content: the server has no reasoning parser
     ttft: float | None = None
     seconds: float = 0.0
@@ -181,7 +186,8 @@ class ModelClient:
         outcome = "cancelled"
         try:
             session = self.settings.session_id or session_id
-            completion = _finish(await self._stream(request, completion, session, progress or StreamProgress()))
+            completion = _finish(await self._stream(request, completion, session, progress or StreamProgress()),
+                                 request.tools if request.tool_choice != "none" else None)
             outcome = "ok"
             return completion
         except ModelServerError as exc:
@@ -368,18 +374,28 @@ def _reasoning_of(delta: Any) -> str | None:
     return extra.get("reasoning") or extra.get("reasoning_content") or getattr(delta, "reasoning", None)
 
 
-def _finish(completion: Completion) -> Completion:
-    """Move inline <think> text out of content and recover XML tool calls."""
+def _finish(completion: Completion, tools: list[dict[str, Any]] | None = None) -> Completion:
+    """Move inline <think> text out of content, and take the tool calls the answer commits to
+    wherever the model wrote them (llm/dialect.py), XML values typed by the tools' schemas. The
+    reasoning is searched only when `tools` may be called (not for a plan: tool_choice "none")."""
     inline_reasoning, answer = split_reasoning(completion.content)
     if inline_reasoning:
         completion.reasoning_from_text = True
         completion.reasoning = "\n".join(r for r in (completion.reasoning, inline_reasoning) if r)
-    if not completion.tool_calls and "<tool_call>" in answer:
-        answer, parsed = parse_xml_tool_calls(answer)
-        completion.tool_calls = [
-            ToolCall(id=f"call_xml_{i}", name=p.name, arguments=json.dumps(p.arguments)) for i, p in enumerate(parsed)
+    reasoning = completion.reasoning if tools else ""
+    if "<function=" in answer or "<function=" in reasoning:
+        found = dialect.find_calls(answer, reasoning, native=bool(completion.tool_calls))
+        schemas = {t["function"]["name"]: t["function"].get("parameters", {}).get("properties", {})
+                   for t in tools or [] if t.get("type") == "function"}
+        recovered = [
+            ToolCall(id=f"call_{c.source}_{i}", name=c.name, source=c.source,
+                     arguments=json.dumps(dialect.coerce_xml(c.arguments, schemas.get(c.name, {})), ensure_ascii=False))
+            for i, c in enumerate(found.calls)
         ]
-        completion.tool_calls_from_text = bool(parsed)
+        completion.tool_calls = completion.tool_calls + _unseen(recovered, completion.tool_calls)
+        completion.tool_calls_from_text = any(c.source == "content" for c in recovered)
+        completion.draft_calls = len(found.drafts)
+        answer = found.content
     completion.content = answer
     if completion.thinking and not answer and not completion.tool_calls and completion.finish_reason == "length":
         raise ReasoningExhausted(
@@ -387,6 +403,17 @@ def _finish(completion: Completion) -> Completion:
             "retry, or raise plan_max_tokens."
         )
     return completion
+
+
+def _unseen(recovered: list[ToolCall], native: list[ToolCall]) -> list[ToolCall]:
+    """The recovered calls that are not a copy of a native one (same name, same arguments)."""
+    def key(call: ToolCall) -> tuple[str, str]:
+        try:
+            return call.name, json.dumps(json.loads(call.arguments), sort_keys=True)
+        except ValueError:
+            return call.name, call.arguments
+    seen = {key(c) for c in native}
+    return [c for c in recovered if key(c) not in seen]
 
 
 def _error_message(exc: openai.APIStatusError) -> str:

@@ -1,5 +1,5 @@
-"""Pure parsers for model output: reasoning tags, Qwen3-Coder XML tool calls,
-loose JSON and plain-text edit blocks (for servers without tool calling)."""
+"""Pure parsers for model output: reasoning tags, loose JSON and plain-text edit blocks (for servers
+without tool calling). Tool calls in Qwen3-Coder's XML are found in llm/dialect.py."""
 
 from __future__ import annotations
 
@@ -10,18 +10,11 @@ from typing import Any
 from pydantic import BaseModel
 
 _THINK_BLOCK = re.compile(r"<think>(.*?)</think>", re.DOTALL)
-_TOOL_CALL = re.compile(r"<tool_call>\s*<function=([^>\s]+)>(.*?)</function>\s*</tool_call>", re.DOTALL)
-_PARAM = re.compile(r"<parameter=([^>\s]+)>\n?(.*?)\n?</parameter>", re.DOTALL)
 _FENCED_JSON = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.DOTALL)
 _EDIT_BLOCK = re.compile(
     r"^(?P<path>[^\n`]+?)\n(?:```[^\n]*\n)?<<<<<<< SEARCH\n(?P<old>.*?)^=======\n(?P<new>.*?)^>>>>>>> REPLACE",
     re.DOTALL | re.MULTILINE,
 )
-
-
-class ParsedToolCall(BaseModel):
-    name: str
-    arguments: dict[str, Any]
 
 
 class EditBlock(BaseModel):
@@ -49,26 +42,6 @@ def split_reasoning(content: str | None) -> tuple[str, str]:
         reasoning.append(tail.strip())
         answer = head
     return "\n".join(r for r in reasoning if r), answer.strip()
-
-
-def parse_xml_tool_calls(content: str) -> tuple[str, list[ParsedToolCall]]:
-    """Tool calls left in content in Qwen3-Coder's XML form (server without a tool parser)."""
-    calls: list[ParsedToolCall] = []
-    for name, body in _TOOL_CALL.findall(content):
-        args: dict[str, Any] = {}
-        for key, raw in _PARAM.findall(body):
-            args[key] = _xml_value(raw)
-        calls.append(ParsedToolCall(name=name, arguments=args))
-    return _TOOL_CALL.sub("", content).strip(), calls
-
-
-def _xml_value(raw: str) -> Any:
-    # Qwen3-Coder writes strings verbatim and other types as JSON.
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        return raw
-    return value if not isinstance(value, str) else raw
 
 
 def loads_loose(text: str) -> Any:

@@ -280,6 +280,8 @@ def no_change_reason(result: FixResult) -> str:
         return f"{tried}; {one_line(result.error, 300)}"  # stopped by a limit
     if result.outcome == "failed":
         return f"{tried}; its change failed validation ({validation_summary(result.validation)}), so none is offered"
+    if result.outcome == "gave_up":
+        return f"{tried}; nothing changed: the model gave up on the edits its plan named, {said(result)}"
     if result.suggestions:
         return f"{tried}; no file changed, it suggests running `{one_line(result.suggestions[0].command, 120)}`"
     return f"{tried}; nothing changed, {said(result)}"

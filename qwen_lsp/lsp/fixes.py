@@ -29,6 +29,10 @@ PREFETCH_DELAY_SECONDS = 0.25
 APPLY = "Apply"  # cursor moves come in bursts: assemble for the last one only
 
 
+NO_CACHE_HIT = ("Qwen: the model server reported 0 cached tokens for patch rounds that repeat the plan's prompt: its "
+                "prefix cache is not hitting, so every round recomputes the whole prompt. Run `qwen-lsp doctor`.")
+
+
 @dataclass
 class EngineOutcome:
     result: FixResult
@@ -43,6 +47,7 @@ class Fixes:
         self.server = server
         self.suggestions: dict[tuple[str, int, str], list[ShellSuggestion]] = {}
         self._prefetching: dict[Path, concurrent.futures.Future[None]] = {}
+        self.warned_no_cache_hit = False
 
     # -- running the engine ------------------------------------------------------------------------
 
@@ -74,6 +79,9 @@ class Fixes:
                 server.activity.model_error(exc)
                 raise
         server.activity.model_ok()
+        if result.accounting.prefix_cache_missed and not self.warned_no_cache_hit:  # once per server
+            self.warned_no_cache_hit = True
+            server.window_log_message(types.LogMessageParams(type=types.MessageType.Warning, message=NO_CACHE_HIT))
         return EngineOutcome(result, dict(versions), self.stale_files(root, result, versions))
 
     def prefetch(self, task: Task, root: Path, *, at_once: bool = False) -> None:

@@ -202,7 +202,8 @@ async def _cached_tokens_and_prefix(client: ModelClient, local: bool) -> list[Ch
         name="prefix caching effective",
         ok=effective,
         detail=f"second identical request: {second.cached_tokens} of {second.prompt_tokens} prompt tokens cached",
-        fix="" if effective else "serve with --enable-prefix-caching (and --enable-prompt-tokens-details to see it)",
+        fix="" if effective else ("serve with --enable-prefix-caching (and --enable-prompt-tokens-details to see it); "
+                                  "on a hybrid model such as Qwen3.6 see vllm#51198"),
     ))
     return checks
 

@@ -24,6 +24,7 @@ class Stats(BaseModel):
     ttft_p50: float | None
     ttft_p95: float | None
     failed_calls: int
+    prefix_cache_missed_fixes: int = 0  # fixes whose patch rounds found none of the previous prompt cached
 
 
 def summarize(records: list[CallRecord | FixRecord]) -> Stats:
@@ -49,6 +50,7 @@ def summarize(records: list[CallRecord | FixRecord]) -> Stats:
         ttft_p50=_percentile(ttfts, 50),
         ttft_p95=_percentile(ttfts, 95),
         failed_calls=sum(c.outcome not in ("ok", "cancelled") for c in calls),
+        prefix_cache_missed_fixes=sum(f.prefix_cache_missed for f in fixes),
     )
 
 
@@ -105,6 +107,9 @@ def render(stats: Stats, metrics: ServerMetrics | None = None) -> str:
         f"latency p50 / p95      {fmt(stats.latency_p50)}s / {fmt(stats.latency_p95)}s",
         f"first token p50 / p95  {fmt(stats.ttft_p50)}s / {fmt(stats.ttft_p95)}s",
     ]
+    if stats.prefix_cache_missed_fixes:
+        lines.append(f"warning: in {stats.prefix_cache_missed_fixes} fix(es) a patch round repeated the previous prompt "
+                     "and the server cached none of it (its prefix cache is not hitting): run `qwen-lsp doctor`")
     if metrics is not None:
         lines += [
             "vLLM /metrics:",

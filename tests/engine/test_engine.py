@@ -182,10 +182,11 @@ async def test_paths_outside_the_workspace_are_refused(vllm, project, tmp_path):
         Reply(reasoning="r", content=json.dumps(PLAN)),
         Reply(tool_calls=[("create_file", {"path": "../evil.py", "content": "x"})]),
         Reply(tool_calls=[("finish", {"summary": "done"})]),
+        Reply(tool_calls=[("finish", {"summary": "done"})]),  # the first was answered with the plan's edits
     )
     result = await make_engine(vllm, tmp_path / "cache").fix(failing_test_task(), project)
     assert "outside the workspace" in vllm.chat_requests()[2]["messages"][-1]["content"]
-    assert result.outcome == "no_change" and not (project.parent / "evil.py").exists()
+    assert result.outcome == "gave_up" and not (project.parent / "evil.py").exists()
 
 
 async def test_shell_suggestions_carry_a_risk_label(vllm, project, tmp_path):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from qwen_lsp.llm.parsing import loads_loose, parse_edit_blocks, parse_xml_tool_calls, split_reasoning
+from qwen_lsp.llm.parsing import loads_loose, parse_edit_blocks, split_reasoning
 
 
 @pytest.mark.parametrize(
@@ -19,12 +19,6 @@ from qwen_lsp.llm.parsing import loads_loose, parse_edit_blocks, parse_xml_tool_
 )
 def test_split_reasoning_keeps_thinking_out_of_the_answer(content, reasoning, answer):
     assert split_reasoning(content) == (reasoning, answer)
-
-
-def test_qwen3_coder_xml_tool_calls_are_parsed_with_typed_values():
-    text = "ok\n<tool_call>\n<function=read_file>\n<parameter=path>\na.py\n</parameter>\n<parameter=start_line>\n3\n</parameter>\n</function>\n</tool_call>"
-    rest, calls = parse_xml_tool_calls(text)
-    assert rest == "ok" and calls[0].name == "read_file" and calls[0].arguments == {"path": "a.py", "start_line": 3}
 
 
 def test_loose_json_is_found_in_prose_and_fences():

@@ -120,13 +120,13 @@ async def test_a_resolve_that_finds_nothing_ends_with_a_message_labelling_the_mo
     fix): the server's message is what says the fix ended, what was tried and why nothing changed."""
     uri = open_doc(lsp, project, "calc.py")
     (fix, *_) = await code_actions(lsp, uri, [foreign_diagnostic()])
-    vllm.script(plan_reply(), Reply(tool_calls=[("finish", {"summary": "All good\x1b[2J, tests\u202e pass"})]))
+    vllm.script(plan_reply(), *[Reply(tool_calls=[("finish", {"summary": "All good\x1b[2J, tests\u202e pass"})])] * 2)
     resolved = await lsp.code_action_resolve_async(fix)
 
     assert resolved.edit is None and resolved.command is None
     (message,) = await wait_until(lambda: [m for m in lsp.messages if "made no change" in m.message], timeout=60)
     assert message.type == types.MessageType.Info
-    assert message.message.startswith("Qwen made no change for ") and "tried a plan and 1 patch round;" in message.message
+    assert message.message.startswith("Qwen made no change for ") and "tried a plan and 2 patch rounds;" in message.message
     assert "the model says: “All good␛[2J, tests\\u202e pass”" in message.message  # labelled, escapes shown
     assert resolved.disabled.reason == message.message
 

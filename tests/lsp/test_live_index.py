@@ -21,7 +21,7 @@ def _map_section(request: dict) -> str:
 
 async def _first_fix_request(lsp, vllm, project) -> dict:
     fix = await pytest_failure_fix(lsp, project)
-    vllm.script(Reply(content=json.dumps(PLAN)), Reply(tool_calls=[("finish", {"summary": "nothing"})]))
+    vllm.script(Reply(content=json.dumps(PLAN)), *[Reply(tool_calls=[("finish", {"summary": "nothing"})])] * 2)
     await lsp.code_action_resolve_async(fix)
     return vllm.chat_requests()[0]
 
@@ -78,7 +78,7 @@ async def test_a_buffer_edited_after_its_prompt_was_prefetched_reaches_the_fix_a
         [types.TextDocumentContentChangePartial(range=types.Range(types.Position(0, 0), types.Position(0, 0)),
                                                text="# typed after the diagnostic appeared\n")],
     ))
-    vllm.script(Reply(content=json.dumps(PLAN)), Reply(tool_calls=[("finish", {"summary": "nothing"})]))
+    vllm.script(Reply(content=json.dumps(PLAN)), *[Reply(tool_calls=[("finish", {"summary": "nothing"})])] * 2)
     await lsp.code_action_resolve_async(fix)
     repo_map = _map_section(vllm.chat_requests()[0])
     assert "    2│def add(a, b):" in repo_map  # moved down a line by the edit; the prefetched map said 1
@@ -101,7 +101,7 @@ async def test_a_terminal_failure_is_assembled_at_once_and_a_cursor_move_does_no
     # change, when the failure was published, can show the file without the line.
     (project / "test_calc.py").write_text((project / "test_calc.py").read_text() + "# written after the prefetch\n")
     fix = next(a for a in await code_actions(lsp, test_uri, list(published)) if a.kind == types.CodeActionKind.QuickFix)
-    vllm.script(Reply(content=json.dumps(PLAN)), Reply(tool_calls=[("finish", {"summary": "nothing"})]))
+    vllm.script(Reply(content=json.dumps(PLAN)), *[Reply(tool_calls=[("finish", {"summary": "nothing"})])] * 2)
     await lsp.code_action_resolve_async(fix)
     user = next(m["content"] for m in vllm.chat_requests()[0]["messages"] if m["role"] == "user")
     assert "assert add(2, 3) == 5" in user and "written after the prefetch" not in user

@@ -62,11 +62,11 @@ async def test_the_fix_is_a_command_that_returns_at_once_and_the_edit_follows(eg
 async def test_a_fix_that_finds_nothing_says_so_in_a_message(eglot, vllm, project):
     uri = open_doc(eglot, project, "calc.py")
     (fix, *_) = await code_actions(eglot, uri, [foreign_diagnostic()])
-    vllm.script(plan_reply(), Reply(tool_calls=[("finish", {"summary": "nothing to change"})]))
+    vllm.script(plan_reply(), *[Reply(tool_calls=[("finish", {"summary": "nothing to change"})])] * 2)
     await eglot.workspace_execute_command_async(
         types.ExecuteCommandParams(command=fix.command.command, arguments=fix.command.arguments))
     (message,) = await wait_until(lambda: [m for m in eglot.messages if "no fix applied" in m.message], timeout=60)
     assert eglot.applied_edits == []
-    assert "tried a plan and 1 patch round" in message.message  # what was tried
+    assert "tried a plan and 2 patch rounds" in message.message  # what was tried (a finish, the plan's edits, a finish)
     assert message.message.endswith("the model says: “nothing to change”")  # the model's words, labelled
 

@@ -106,6 +106,7 @@ async def test_doctor_passes_a_correctly_configured_server(tmp_path):
         ({"tool_parser": False}, honest_server, "tool calls parse", "--enable-auto-tool-choice"),
         ({"report_cached_tokens": False}, honest_server, "cached-token reporting", "--enable-prompt-tokens-details"),
         ({"report_cached_tokens": False}, honest_server, "prefix caching effective", "--enable-prefix-caching"),
+        ({"prefix_caching": False}, honest_server, "prefix caching effective", "vllm#51198"),  # reported, never hits
         ({"tokenize_offset": 3}, honest_server, "tokenizer agreement", "not Qwen3.6"),
         ({"max_model_len": 8192}, honest_server, "model and context", "--max-model-len"),
         ({}, ignores_structured_outputs, "structured outputs honored", "structured_outputs"),

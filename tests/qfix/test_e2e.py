@@ -116,11 +116,11 @@ def test_json_without_yes_is_a_dry_run(repo, qfix_env, vllm):
 
 def test_json_summary_is_the_models_words_sanitized_and_labelled(repo, qfix_env, vllm):
     vllm.script(Reply(reasoning="hm", content=json.dumps(PLAN)),
-                Reply(tool_calls=[("finish", {"summary": "Fixed\x1b]0;owned\x07 it, all tests pass"})]))
+                *[Reply(tool_calls=[("finish", {"summary": "Fixed\x1b]0;owned\x07 it, all tests pass"})])] * 2)
     proc = subprocess.run([QFIX, "--json", "--yes", "--", "python", "script.py"], cwd=repo, env=qfix_env,
                           capture_output=True, text=True, timeout=90, stdin=subprocess.DEVNULL)
     report = json.loads(proc.stdout)
-    assert proc.returncode == 1 and report["outcome"] == "no_change" and report["summary_by"] == "model"  # a claim of the model's, not qfix's
+    assert proc.returncode == 1 and report["outcome"] == "gave_up" and report["summary_by"] == "model"  # a claim of the model's, not qfix's
     assert report["summary"] == "Fixed␛]0;owned␇ it, all tests pass"  # escape sequences shown, never raw
 
 

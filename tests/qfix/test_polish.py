@@ -27,12 +27,12 @@ def test_ctrl_c_at_the_rerun_question_cancels_cleanly_and_says_why_it_asked(repo
 
 def test_no_fix_found_shows_no_model_summary_and_no_engine_words(repo, qfix_env, vllm):
     vllm.script(Reply(reasoning="hm", content=json.dumps(PLAN)),
-                Reply(tool_calls=[("finish", {"summary": "Fixed the typo in greet()."})]))
+                *[Reply(tool_calls=[("finish", {"summary": "Fixed the typo in greet()."})])] * 2)
     child = spawn(["--", "python", "script.py"], qfix_env, repo)
-    child.expect_exact("no fix found: the model proposed no change")
+    child.expect_exact("no fix found: the model gave up without making the edits its plan named")
     assert finish(child) == 1
     shown = child.before
-    assert "Fixed the typo" not in shown and "(no_change)" not in shown and "no_change" not in shown
+    assert "Fixed the typo" not in shown and "(gave_up)" not in shown and "gave_up" not in shown
 
 
 def test_a_rejected_fix_shows_what_failed_not_the_message_to_the_model(repo, qfix_env, vllm):

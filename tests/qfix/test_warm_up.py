@@ -32,7 +32,7 @@ def test_the_workspace_is_loaded_while_the_command_runs(repo, qfix_env, vllm):
     when = time.time_ns() - 60 * 1_000_000_000  # files saved a minute ago, as a repository's usually are
     for path in (repo, repo / "waits.py", repo / "lib.py", repo / "script.py"):
         os.utime(path, ns=(when, when))
-    vllm.script(Reply(content=json.dumps(PLAN)), Reply(tool_calls=[("finish", {"summary": "nothing to change"})]))
+    vllm.script(Reply(content=json.dumps(PLAN)), *[Reply(tool_calls=[("finish", {"summary": "nothing to change"})])] * 2)
     done = subprocess.run([QFIX, "--json", "--", sys.executable, "waits.py"], cwd=repo, env=qfix_env,
                           capture_output=True, text=True, timeout=120)
     assert "graph stored while the command ran" in done.stderr + done.stdout

@@ -117,7 +117,7 @@ async def test_a_fix_the_editor_shows_carries_the_models_words_visibly(lsp, vllm
     (fix, *_) = await code_actions(lsp, uri, [diagnostic])
     vllm.script(
         Reply(reasoning="r", content=json.dumps(PLAN)),
-        Reply(tool_calls=[("finish", {"summary": "nothing\x1b[2K to \u202edo"})]),
+        *[Reply(tool_calls=[("finish", {"summary": "nothing\x1b[2K to \u202edo"})])] * 2,  # an early finish is sent back once
     )
     resolved = await lsp.code_action_resolve_async(fix)
     assert resolved.edit is None and resolved.disabled.reason.endswith("the model says: “nothing␛[2K to \\u202edo”")

@@ -29,11 +29,12 @@ def test_a_latin1_file_reaches_the_model_decoded_and_is_never_rewritten(tmp_path
         Reply(tool_calls=[("edit_file", {"path": "app.py", "old_string": "print(undefined_name)",
                                          "new_string": "print('caf\u00e9')"})]),
         Reply(tool_calls=[("finish", {"summary": "cannot edit it"})]),
+        Reply(tool_calls=[("finish", {"summary": "cannot edit it"})]),  # the first was answered with the plan
     )
     run = subprocess.run([QFIX, "--yes", "--json", "--", "python", "app.py"], cwd=repo, env=qfix_env,
                          capture_output=True, text=True, timeout=120)
     report = json.loads(run.stdout)  # no UnicodeEncodeError before the first request
-    assert run.returncode == 1 and report["outcome"] == "no_change" and not report["applied"]
+    assert run.returncode == 1 and report["outcome"] == "gave_up" and not report["applied"]
     requests = vllm.chat_requests()
     assert "# caf\ufffd cr\ufffdme" in requests[0]["messages"][1]["content"]  # the prompt, decoded with U+FFFD
     answers = [m["content"] for m in requests[-1]["messages"] if m["role"] == "tool"]
@@ -60,13 +61,14 @@ async def test_a_symlink_out_of_the_workspace_stays_out_of_prompt_search_and_edi
         Reply(tool_calls=[("search_code", {"pattern": "leaked|TOKEN"}), ("read_file", {"path": "link.py"}),
                           ("edit_file", {"path": "link.py", "old_string": "SECRET", "new_string": "x"})]),
         Reply(tool_calls=[("finish", {"summary": "done"})]),
+        Reply(tool_calls=[("finish", {"summary": "done"})]),  # the first was answered with the plan
     )
     engine = Engine(Settings(base_url=vllm.base_url, cache_dir=tmp_path / "cache", max_retries=0))
     result = await engine.fix(Task.for_command("python app.py", 1, output, ""), ws)
 
     requests = json.dumps(vllm.chat_requests())
     assert "SECRET-123" not in requests and "API_TOKEN" not in requests  # prompt, repo map, tool answers
-    search, read, edit = [m["content"] for m in vllm.chat_requests()[-1]["messages"] if m["role"] == "tool"]
+    search, read, edit = [m["content"] for m in vllm.chat_requests()[-1]["messages"] if m["role"] == "tool"][:3]
     assert search.splitlines() == ["app.py:1: from link import leaked", "app.py:3: print(leaked() + missing)"]
     assert "outside the workspace" in read and "outside the workspace" in edit
     assert result.changes == [] and (tmp_path / "secret.py").read_text() == SECRET
