@@ -651,3 +651,14 @@ def references(tree: Tree, lang: str) -> list[str]:
     nodes = _captures(query, tree.root_node, "ref")
     source = source_of(tree)
     return [_name_text(n, source) for n in nodes]
+
+
+COMMENT_KINDS = ("comment", "line_comment", "block_comment")
+
+
+def comment_nodes(tree: Tree, lang: str) -> list[Node]:
+    """The comment nodes of `tree`, in source order (strings and docstrings are other nodes)."""
+    query = _kinds_query(lang, COMMENT_KINDS)
+    if query is None:
+        return []
+    return sorted(_captures(query, tree.root_node, "x"), key=lambda n: n.start_byte)

@@ -152,10 +152,13 @@ class Fixes:
         only = params.context.only
         actions: list[types.CodeAction] = []
         if lsp_convert.kind_allowed(types.CodeActionKind.QuickFix, only):
-            if params.context.diagnostics:
-                self.prefetch(self.task_for(params.context.diagnostics[0], root, rel), root)
+            theirs = [d for d in params.context.diagnostics if d.code != protocol.COMMENT_CODE]
+            if theirs:
+                self.prefetch(self.task_for(theirs[0], root, rel), root)
             resolves = background_fix.resolves_edits(self.server.client_capabilities)
             for diagnostic in params.context.diagnostics:
+                if diagnostic.code == protocol.COMMENT_CODE:  # an AI comment: lsp/comments.py offers its action
+                    continue
                 action = lsp_convert.fix_action(diagnostic, uri, doc.version)
                 actions.append(action if resolves else background_fix.as_command(action))
                 for suggestion in self.suggestions.get(_diag_key(str(path), diagnostic), []):
