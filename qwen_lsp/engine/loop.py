@@ -28,7 +28,7 @@ from qwen_lsp.llm import calllog
 from qwen_lsp.context import prompt
 from qwen_lsp.context.index import WorkspaceIndex
 from qwen_lsp.engine.cache import StateCache, content_hash, normalize_output, task_fingerprint
-from qwen_lsp.llm.client import Completion, ModelClient, ReasoningExhausted, ToolCall, ToolsUnsupported
+from qwen_lsp.llm.client import Completion, ModelClient, ReasoningExhausted, StreamProgress, ToolCall, ToolsUnsupported
 from qwen_lsp.engine.edits import EditError, apply_edit
 from qwen_lsp.types import Accounting, CachedState, FileChange, FixResult, Plan, Risk, SummaryBy, Task, TaskKind, Validation
 from qwen_lsp.engine.overlay import BufferReader, Overlay, PathOutsideWorkspace, UnwritablePath
@@ -46,7 +46,7 @@ from qwen_lsp.settings import Settings
 from qwen_lsp.engine.tools import TOOLS, ToolBox, size_error
 from qwen_lsp.engine.sandbox_limits import SandboxLimits
 from qwen_lsp.engine.validate import check_parse, run_verify
-from qwen_lsp.engine import sandbox, vetting
+from qwen_lsp.engine import sandbox, thinking as live_thinking, vetting
 
 Progress = Callable[[str], None]
 log = logging.getLogger(__name__)
@@ -337,6 +337,7 @@ class _Run:
             json_schema=json_schema,
             fix_id=self.fix_id,
             session_id=hashlib.sha256(str(self.overlay.root).encode()).hexdigest()[:16],
+            progress=self._live_thinking() if thinking else None,
         )
         a = self.accounting
         if thinking:
@@ -347,6 +348,14 @@ class _Run:
         a.completion_tokens += reply.completion_tokens
         a.cached_tokens += reply.cached_tokens
         return reply
+
+    def _live_thinking(self) -> StreamProgress | None:
+        """A thinking call's stream, followed: a tail of its reasoning goes to the progress callback
+        as thoughts (engine/thinking.py), unless the `live_thinking` setting is off."""
+        if not self.settings.live_thinking:
+            return None
+        tail = live_thinking.ThinkingTail(lambda t: self.progress(live_thinking.encode(t)))
+        return StreamProgress(on_reasoning=tail.feed)
 
     def _patch_request(self) -> str:
         if not self.tools:
