@@ -132,6 +132,7 @@ class FixResult(BaseModel):
     # files git ignores. Either kind is written only after the user's explicit yes (never by qfix --yes).
     runs_later: list[str] = Field(default_factory=list)
     not_tracked: list[str] = Field(default_factory=list)
+    fix_id: str | None = None  # Engine.refine continues this run's conversation while the engine keeps it
 
 
 class CachedState(BaseModel):
