@@ -26,6 +26,7 @@ SERVER_EXPLAIN = "qwen.server.explain"
 SERVER_REVIEW = "qwen.server.review"
 SERVER_FIX = "qwen.server.fix"
 SERVER_DO_COMMENTS = "qwen.server.doComments"  # AI comments: do the marked comments of a file
+SERVER_REFINE = "qwen.server.refine"  # follow up on the last result proposed for a file
 
 SOURCE = "qwen"  # diagnostics from terminal output
 REVIEW_SOURCE = "qwen-review"  # diagnostics from review
@@ -110,6 +111,13 @@ class DoCommentsArgs(Payload):
 
     uri: str
     lines: list[int] | None = None
+
+
+class RefineArgs(Payload):
+    """Argument of `qwen.server.refine`: the user's note on the last result proposed for `uri`."""
+
+    uri: str
+    note: str
 
 
 class ReviewArgs(Payload):

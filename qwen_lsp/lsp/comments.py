@@ -18,6 +18,7 @@ from qwen_lsp.engine.comments import MarkedComment, comment_task, find_marked, s
 from qwen_lsp.lsp import background_fix, convert as lsp_convert
 from qwen_lsp.lsp.engine_thread import ModelUnavailable
 from qwen_lsp.sanitize import one_line
+from qwen_lsp.types import FixResult
 
 if TYPE_CHECKING:
     from qwen_lsp.lsp.fixes import EngineOutcome
@@ -120,8 +121,13 @@ class Comments:
         outcome = await self.server.fixes.attempt(task, root, title)
         if isinstance(outcome, ModelUnavailable):
             return f"model server error: {outcome}"
-        outcome.result.changes = [strip_comments(c, chosen) for c in outcome.result.changes]
-        outcome.result.changes = [c for c in outcome.result.changes if c.created or c.updated != c.original]
+        def finish(result: FixResult) -> None:  # again after a refine: the overlay still holds the comments
+            result.changes = [strip_comments(c, chosen) for c in result.changes]
+            result.changes = [c for c in result.changes if c.created or c.updated != c.original]
+
+        finish(outcome.result)
+        outcome.finish = finish
+        self.server.fixes.remember_for_refine(root, rel, outcome)
         if outcome.stale:
             return f"{', '.join(outcome.stale)} changed while Qwen was working; ask again"
         if not outcome.result.changes:

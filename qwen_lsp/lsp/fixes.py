@@ -34,6 +34,7 @@ class EngineOutcome:
     result: FixResult
     versions: dict[str, int | None]  # workspace-relative path -> editor version the engine read
     stale: list[str]  # files that changed while the engine worked
+    finish: Callable[[FixResult], None] | None = None  # what the feature did to the result (AI comments: strip)
 
 
 class Fixes:
@@ -42,6 +43,7 @@ class Fixes:
     def __init__(self, server: QwenLanguageServer) -> None:
         self.server = server
         self.suggestions: dict[tuple[str, int, str], list[ShellSuggestion]] = {}
+        self.refinable: dict[str, tuple[Path, EngineOutcome]] = {}  # file system path -> its last proposed result
         self._prefetching: dict[Path, concurrent.futures.Future[None]] = {}
 
     # -- running the engine ------------------------------------------------------------------------
@@ -74,7 +76,76 @@ class Fixes:
                 server.activity.model_error(exc)
                 raise
         server.activity.model_ok()
-        return EngineOutcome(result, dict(versions), self.stale_files(root, result, versions))
+        outcome = EngineOutcome(result, dict(versions), self.stale_files(root, result, versions))
+        if result.fix_id and result.changes and task.path:
+            self.remember_for_refine(root, task.path, outcome)
+        return outcome
+
+    def remember_for_refine(self, root: Path, rel: str, outcome: EngineOutcome) -> None:
+        self.refinable[str(root / rel)] = (root, outcome)
+        while len(self.refinable) > MAX_SUGGESTION_KEYS:
+            self.refinable.pop(next(iter(self.refinable)))
+
+    async def cmd_refine(self, args: protocol.RefineArgs) -> protocol.ApplyOutcome:
+        """The user's follow-up on the last result proposed for the file: the engine goes on with the
+        same conversation (Engine.refine); the edit applies to the buffer as it is now, whether the
+        first result was applied or not (anything else is stale and refused)."""
+        path, _root, _rel = self.server.folders.locate(args.uri)
+        entry = self.refinable.get(str(path))
+        if entry is None or not args.note.strip():
+            why = "no note" if entry is not None else "no recent Qwen result for this file to refine"
+            return protocol.ApplyOutcome(applied=False, summary=why)
+        root, previous = entry
+        server, worker = self.server, self.server.engine_thread()
+        settings, live_index = server.folders.settings_for(root), server.indexes.for_root(root)
+        fix_id = previous.result.fix_id or ""
+        async with server.activity.progress("Qwen: refining") as report:
+
+            async def refine() -> FixResult:
+                from qwen_lsp.engine.loop import RunGone
+                from qwen_lsp.llm.client import ModelServerError
+
+                engine = worker.engine(root, settings, live_index)
+                try:
+                    return await engine.refine(fix_id, args.note, progress=report)
+                except RunGone as exc:
+                    raise ModelUnavailable(str(exc)) from exc
+                except ModelServerError as exc:
+                    raise ModelUnavailable(str(exc)) from exc
+
+            try:
+                result = await worker.run(refine())
+            except ModelUnavailable as exc:
+                return protocol.ApplyOutcome(applied=False, summary=str(exc))
+        if previous.finish is not None:
+            previous.finish(result)
+        outcome = self.rebased(root, previous, result)
+        self.remember_for_refine(root, str(path.relative_to(root)) if root in path.parents else path.name,
+                                 EngineOutcome(result, outcome.versions, [], previous.finish))
+        checks = lsp_convert.validation_summary(result.validation)
+        return await self.apply(root, outcome, "Qwen: refined" + (f" ({checks})" if checks else ""))
+
+    def rebased(self, root: Path, previous: EngineOutcome, result: FixResult) -> EngineOutcome:
+        """`result`'s changes as edits of each file as it is now: the text the engine first read
+        (the first result was not applied), or the first result's text (it was); else stale."""
+        from qwen_lsp.engine.edits import unified_diff
+
+        before = {c.path: c for c in previous.result.changes}
+        changes, versions, stale = [], dict(previous.versions), []
+        for change in result.changes:
+            doc = self.server.folders.open_document(root / change.path)
+            now = doc.source if doc is not None else _disk(root / change.path)
+            versions[change.path] = doc.version if doc is not None else None
+            applied = before.get(change.path)
+            if now == (None if change.created else change.original):
+                changes.append(change)
+            elif applied is not None and now == applied.updated:
+                changes.append(change.model_copy(update={
+                    "original": now, "created": False, "diff": unified_diff(change.path, now, change.updated)}))
+            else:
+                stale.append(change.path)
+        changes = [c for c in changes if c.created or c.original != c.updated]
+        return EngineOutcome(result.model_copy(update={"changes": changes}), versions, stale)
 
     def prefetch(self, task: Task, root: Path, *, at_once: bool = False) -> None:
         """Assemble `task`'s prompt in the background: the user is looking at its diagnostic, and a
@@ -308,6 +379,13 @@ class Fixes:
         markdown = outcome.result.summary.strip() or "(no answer)"
         self.server.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=markdown))
         return protocol.ExplainOutcome(markdown=markdown)
+
+
+def _disk(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def _diag_key(path: str, diagnostic: types.Diagnostic) -> tuple[str, int, str]:

@@ -225,6 +225,11 @@ def create_server() -> QwenLanguageServer:
         with ls.activity.tracked():
             return (await ls.comments.cmd_do_comments(protocol.DoCommentsArgs.model_validate(_first(args)))).dump()
 
+    @server.command(protocol.SERVER_REFINE)
+    async def refine(ls: QwenLanguageServer, *args: Any) -> dict[str, Any]:
+        with ls.activity.tracked():
+            return (await ls.fixes.cmd_refine(protocol.RefineArgs.model_validate(_first(args)))).dump()
+
     @server.command(protocol.SERVER_EXPLAIN)
     async def explain(ls: QwenLanguageServer, *args: Any) -> dict[str, Any]:
         with ls.activity.tracked():
