@@ -23,8 +23,8 @@ from qwen_lsp.engine.thinking import Thought, decode as decode_thought
 from qwen_lsp.sanitize import diff_lines, parts
 from qwen_lsp.types import FileChange, Plan, Risk, ShellSuggestion, Validation
 
-Choice = Literal["apply", "skip", "edit", "quit"]
-CHOICES: dict[str, Choice] = {"a": "apply", "s": "skip", "e": "edit", "q": "quit"}
+Choice = Literal["apply", "skip", "edit", "quit", "refine"]
+CHOICES: dict[str, Choice] = {"a": "apply", "s": "skip", "e": "edit", "q": "quit", "r": "refine"}
 RISK_STYLE = {
     Risk.read_only: "green",
     Risk.modifies_files: "yellow",
@@ -105,16 +105,16 @@ class UI:
 
     # -- questions -----------------------------------------------------------------------------
 
-    def choose(self, question: str) -> Choice:
-        """[a]pply / [s]kip / [e]dit command / [q]uit; end of input counts as quit."""
+    def choose(self, question: str, *, refine: bool = False) -> Choice:
+        """[a]pply / [s]kip / [e]dit command / [q]uit (/ [r]efine when `refine`); end of input counts as quit."""
+        asked = f"\n{question} [a]pply / [s]kip / [e]dit command / [q]uit{' / [r]efine' if refine else ''}: "
         while True:
             try:
-                question = f"\n{question} [a]pply / [s]kip / [e]dit command / [q]uit: "
-                answer = self.console.input(_shown(question, "bold"))
+                answer = self.console.input(_shown(asked, "bold"))
             except EOFError:
                 return "quit"
             choice = CHOICES.get(answer.strip().lower()[:1])
-            if choice:
+            if choice and (refine or choice != "refine"):
                 return choice
 
     def confirm(self, question: str, *, word: str = "y") -> bool:
