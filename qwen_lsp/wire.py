@@ -20,6 +20,7 @@ STATUS = "qwen/status"  # server -> client notification
 
 CLIENT_RUN_IN_TERMINAL = "qwen.runInTerminal"  # implemented by editors; the server never runs commands
 CLIENT_ASK = "qwen.ask"  # implemented by editors: prompts for the instruction
+CLIENT_REFINE = "qwen.refine"  # implemented by editors: prompts for a note, then runs qwen.server.refine
 
 SERVER_ASK = "qwen.server.ask"
 SERVER_EXPLAIN = "qwen.server.explain"

@@ -237,9 +237,31 @@ class Fixes:
         selection = params.range
         if selection.start != selection.end and lsp_convert.kind_allowed(types.CodeActionKind.RefactorRewrite, only):
             actions += lsp_convert.selection_actions(uri, selection)
+        if lsp_convert.kind_allowed(types.CodeActionKind.RefactorRewrite, only) and self.fresh_change_at(path, doc.source, selection):
+            command = types.Command(title="Refine Qwen's change…", command=protocol.CLIENT_REFINE, arguments=[{"uri": uri}])
+            actions.append(types.CodeAction(title=command.title, kind=types.CodeActionKind.RefactorRewrite, command=command))
         if lsp_convert.kind_allowed(types.CodeActionKind.Source, only):
             actions.append(lsp_convert.review_action(uri))
         return actions
+
+    def fresh_change_at(self, path: Path, text: str, selection: types.Range) -> bool:
+        """Whether the last result proposed for `path` can still be refined (the buffer holds its
+        original or its change) and changed lines in `selection` (0-based LSP lines)."""
+        entry = self.refinable.get(str(path))
+        if entry is None:
+            return False
+        root, outcome = entry
+        rel = path.relative_to(root).as_posix() if root in path.parents else path.name
+        change = next((c for c in outcome.result.changes if c.path == rel), None)
+        if change is None or text not in (change.original, change.updated):
+            return False
+        new_side = text == change.updated
+        for hunk in lsp_convert.hunks(change.original, change.updated):
+            first = hunk.start
+            last = hunk.end if not new_side else hunk.start + max(1, len(lsp_convert.split_lines(hunk.new)))
+            if selection.start.line <= last and selection.end.line >= first:
+                return True
+        return False
 
     def task_for(self, diagnostic: types.Diagnostic, root: Path, rel: str) -> Task:
         """What to ask the engine for a diagnostic. Ours stand for a failing command: the task is

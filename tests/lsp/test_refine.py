@@ -49,3 +49,21 @@ async def test_refine_without_a_result_says_so(lsp, vllm, project):
     answer = await execute(lsp, "qwen.server.refine", {"uri": uri, "note": "again"})
     assert answer == {"applied": False, "summary": "no recent Qwen result for this file to refine", "title": ""}
     assert not vllm.chat_requests()
+
+
+async def test_a_refine_action_on_the_changed_lines_while_fresh(lsp, vllm, project):
+    from tests.lsp.helpers import code_actions, whole_line
+
+    uri = open_doc(lsp, project, "calc.py", version=1)
+    assert not [a for a in await code_actions(lsp, uri, [], whole_line(1)) if a.title.startswith("Refine")]
+    vllm.script(plan_reply(), *FIX_REPLIES)
+    await execute(lsp, "qwen.server.ask", {"uri": uri, "range": selection(0, 3), "instruction": "make add add"})
+    changed = BUGGY.splitlines().index("    total = a - b")
+    (action,) = [a for a in await code_actions(lsp, uri, [], whole_line(changed)) if a.title.startswith("Refine")]
+    assert action.command.command == "qwen.refine" and list(action.command.arguments) == [{"uri": uri}]
+    assert not [a for a in await code_actions(lsp, uri, [], whole_line(changed + 20)) if a.title.startswith("Refine")]
+    lsp.text_document_did_change(types.DidChangeTextDocumentParams(  # the user typed something else there
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text=BUGGY.replace("a - b", "a * b"))],
+    ))
+    assert not [a for a in await code_actions(lsp, uri, [], whole_line(changed)) if a.title.startswith("Refine")]

@@ -324,7 +324,7 @@ local function notes_since(from)
   return out
 end
 
-t.test('an AI comment: a hint on it, "Do it with Qwen" (gra) edits its function and takes the comment out', function()
+t.test('an AI comment: a hint on it, "Do it with Qwen" (gra) edits its function and takes the comment out; :QwenRefine follows up', function()
   local UTIL = { 'NOTE = "# qwen: a string is no instruction"', '', '', 'def first(xs):', '    # qwen: handle the empty list', '    return xs[0]' }
   local DONE = { 'NOTE = "# qwen: a string is no instruction"', '', '', 'def first(xs):', '    return xs[0] if xs else None' }
   vim.fn.writefile(UTIL, project .. '/util.py')
@@ -360,6 +360,17 @@ t.test('an AI comment: a hint on it, "Do it with Qwen" (gra) edits its function 
   t.wait(10000, function()
     return #hints() == 0
   end, 'no hint once the comment is gone')
+
+  -- A follow-up on that change: :QwenRefine goes on with the same conversation (no new plan).
+  local REFINED = { 'NOTE = "# qwen: a string is no instruction"', '', '', 'def first(xs):', '    return None if not xs else xs[0]' }
+  double_api('POST', '/_double/script', {
+    call('edit_file', { path = 'util.py', old_string = 'return xs[0] if xs else None', new_string = 'return None if not xs else xs[0]' }),
+    call('finish', { summary = 'the empty case first' }),
+  })
+  vim.cmd('QwenRefine put the empty case first')
+  t.wait(60000, function()
+    return vim.deep_equal(vim.api.nvim_buf_get_lines(util_buf, 0, -1, false), REFINED)
+  end, 'the refined change; util.py is: ' .. vim.inspect(vim.api.nvim_buf_get_lines(util_buf, 0, -1, false)))
   vim.api.nvim_set_current_buf(calc_buf)
 end)
 
