@@ -656,9 +656,12 @@ def references(tree: Tree, lang: str) -> list[str]:
 COMMENT_KINDS = ("comment", "line_comment", "block_comment")
 
 
-def comment_nodes(tree: Tree, lang: str) -> list[Node]:
-    """The comment nodes of `tree`, in source order (strings and docstrings are other nodes)."""
-    query = _kinds_query(lang, COMMENT_KINDS)
-    if query is None:
-        return []
-    return sorted(_captures(query, tree.root_node, "x"), key=lambda n: n.start_byte)
+def comment_at(tree: Tree, byte: int) -> Node | None:
+    """The comment node holding `byte`, or None (a string, a docstring, code). Looked up from the
+    position, not by querying every comment: a file with hundreds of comments costs the same."""
+    node: Node | None = tree.root_node.descendant_for_byte_range(byte, byte + 1)
+    for _ in range(4):  # a comment's own children (Rust's doc markers) sit a level or two below it
+        if node is None or node.type in COMMENT_KINDS:
+            return node
+        node = node.parent
+    return None

@@ -14,10 +14,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from qwen_lsp.context import treesitter
 from qwen_lsp.engine.edits import unified_diff
 from qwen_lsp.types import FileChange, Task, TaskKind
+
+if TYPE_CHECKING:
+    from tree_sitter import Node, Tree
 
 DEFAULT_MARKERS = ("qwen:", "qwen!")
 DOC_PREFIXES = ("///", "//!", "/**", "/*!")  # Rust/JSDoc documentation comments: documentation, not requests
@@ -43,9 +47,11 @@ class MarkedComment:
     focus_end: int
 
 
-def find_marked(text: str, path: str, markers: Sequence[str] = DEFAULT_MARKERS) -> list[MarkedComment]:
+def find_marked(text: str, path: str, markers: Sequence[str] = DEFAULT_MARKERS, *,
+                focus: bool = True) -> list[MarkedComment]:
     """The comments of `text` (the file at workspace-relative `path`) that carry a marker right after
-    their delimiter, in source order. Languages tree-sitter does not know have none."""
+    their delimiter, in source order. Languages tree-sitter does not know have none. `focus=False`
+    (a diagnostic needs no more) skips reading the definitions: focus_start/end are the comment's lines."""
     wanted = [m.lower() for m in markers if m.strip()]
     lowered = text.lower()
     if not wanted or not any(m in lowered for m in wanted):
@@ -56,9 +62,9 @@ def find_marked(text: str, path: str, markers: Sequence[str] = DEFAULT_MARKERS) 
         return []
     source = text.encode("utf-8", "replace")
     lines = text.splitlines()
-    defs = treesitter.definitions(text, lang) if treesitter.has_definitions(lang) else []
+    defs = treesitter.definitions(text, lang) if focus and treesitter.has_definitions(lang) else []
     found = []
-    for node in treesitter.comment_nodes(tree, lang):
+    for node in _marked_nodes(tree, text, lowered, wanted):
         raw = treesitter.node_text(node, source).decode("utf-8", "replace").rstrip("\r\n")
         if len(raw) > MAX_COMMENT_CHARS or raw.lstrip().startswith(DOC_PREFIXES):
             continue
@@ -70,9 +76,23 @@ def find_marked(text: str, path: str, markers: Sequence[str] = DEFAULT_MARKERS) 
         last = raw.rsplit("\n", 1)[-1]
         end_char = (start_char + len(last)) if line == end_line else len(last)
         trailing = bool(lines[line - 1][:start_char].strip())  # after code on its line: about that code
-        focus_start, focus_end = _focus(lines, defs, line, end_line, trailing)
+        focus_start, focus_end = _focus(lines, defs, line, end_line, trailing) if focus else (line, end_line)
         found.append(MarkedComment(path, line, end_line, start_char, end_char, raw, instruction, focus_start, focus_end))
     return found
+
+
+def _marked_nodes(tree: Tree, text: str, lowered: str, markers: list[str]) -> list[Node]:
+    """The comment nodes holding an occurrence of a marker, in source order, each once."""
+    starts = sorted({m.start() for marker in markers for m in re.finditer(re.escape(marker), lowered)})
+    nodes: dict[int, Node] = {}
+    done, byte = 0, 0
+    for start in starts:  # character offsets -> byte offsets, walking forward once
+        byte += len(text[done:start].encode("utf-8", "replace"))
+        done = start
+        node = treesitter.comment_at(tree, byte)
+        if node is not None:
+            nodes.setdefault(node.start_byte, node)
+    return [nodes[k] for k in sorted(nodes)]
 
 
 def _instruction(raw: str, markers: list[str]) -> str | None:

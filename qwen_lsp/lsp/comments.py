@@ -35,17 +35,18 @@ class Comments:
 
     # -- finding ------------------------------------------------------------------------------------
 
-    def marked(self, uri: str) -> tuple[Path, str, list[MarkedComment]]:
-        """The workspace folder, relative path and marked comments of the open buffer `uri`."""
+    def marked(self, uri: str, *, focus: bool = True) -> tuple[Path, str, list[MarkedComment]]:
+        """The workspace folder, relative path and marked comments of the open buffer `uri`
+        (`focus=False`: without the code each is about, which only running one needs)."""
         _path, root, rel = self.server.folders.locate(uri)
         doc = self.server.workspace.get_text_document(uri)
         markers = self.server.folders.settings_for(root).comment_markers
-        return root, rel, find_marked(doc.source, rel, markers)
+        return root, rel, find_marked(doc.source, rel, markers, focus=focus)
 
     def refresh(self, uri: str) -> None:
         """Publish the buffer's marked comments as hint diagnostics (when they changed)."""
         path = self.server.folders.locate(uri)[0]
-        _root, _rel, found = self.marked(uri)
+        _root, _rel, found = self.marked(uri, focus=False)  # on every keystroke: no definitions read
         doc = self.server.workspace.get_text_document(uri)
         codec = self.server.workspace.position_codec
         lines = doc.lines
@@ -65,7 +66,7 @@ class Comments:
         if not lsp_convert.kind_allowed(types.CodeActionKind.QuickFix, params.context.only):
             return []
         uri = params.text_document.uri
-        _root, _rel, found = self.marked(uri)
+        _root, _rel, found = self.marked(uri, focus=False)
         if not found:
             return []
         first, last = params.range.start.line + 1, params.range.end.line + 1
