@@ -59,6 +59,12 @@ class Comments:
                 store.pop(str(path), None)
             self.server.diagnostics.publish(str(path))
 
+    def forget(self, uri: str) -> None:
+        """A closed buffer: its hints go (the file on disk is not watched for comments)."""
+        path = str(self.server.folders.locate(uri)[0])
+        if self.server.diagnostics.comments.pop(path, None) is not None:
+            self.server.diagnostics.publish(path)
+
     # -- code actions -----------------------------------------------------------------------------
 
     def code_actions(self, params: types.CodeActionParams) -> list[types.CodeAction]:

@@ -178,6 +178,7 @@ def create_server() -> QwenLanguageServer:
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: QwenLanguageServer, params: types.DidCloseTextDocumentParams) -> None:
         ls.indexes.disk_changed(params.text_document.uri)  # the buffer's unsaved text is gone
+        ls.comments.forget(params.text_document.uri)
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     def did_change_watched_files(ls: QwenLanguageServer, params: types.DidChangeWatchedFilesParams) -> None:

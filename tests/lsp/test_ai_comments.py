@@ -151,3 +151,11 @@ async def test_command_for_clients_without_resolve(lsp, vllm, project: Path):
     (params,) = lsp.applied_edits
     assert apply_text_edits(text, params.edit.document_changes[0].edits) == "def first(xs):\n    return xs[0] if xs else None\n"
 
+
+
+async def test_closing_the_buffer_clears_its_hints(lsp, vllm, project: Path):
+    (project / "closed.py").write_text("def first(xs):\n    # qwen: handle the empty list\n    return xs[0]\n")
+    uri = open_doc(lsp, project, "closed.py")
+    await wait_until(lambda: _ours(lsp, uri))
+    lsp.text_document_did_close(types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+    await wait_until(lambda: not _ours(lsp, uri), what="the hints cleared")
