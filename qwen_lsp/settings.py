@@ -123,6 +123,11 @@ class Settings(BaseSettings):
     # Language server
     review_on_save: bool = False
     review_debounce_seconds: float = 1.5
+    # AI comments (engine/comments.py): a comment starting with one of these is an instruction.
+    # The user's own settings only: a repository never chooses what in its files reads as a request.
+    comment_markers: list[str] = Field(default_factory=lambda: ["qwen:", "qwen!"])
+    # A one-line tail of the plan's reasoning in the editor's progress and under qfix's spinner.
+    live_thinking: bool = True
 
     session_id: str | None = None  # sent as x-session-id / user for session-affinity routers
 
@@ -338,12 +343,19 @@ LOWER_ONLY_KEYS = frozenset({"max_rounds", "max_total_tokens", "plan_max_tokens"
                              "verify_timeout", "request_timeout", "cache_size_mb"})
 
 
+# What only the user's own settings choose, even in a trusted repository.
+USER_ONLY_KEYS = frozenset({"comment_markers"})
+
+
 def repo_settings(table: dict[str, Any], source: Path | str, *, trusted: bool,
                   baseline: dict[str, Any] | None = None) -> dict[str, Any]:
     """The part of a repository's settings (its [tool.qwen-lsp] table, or editor settings from the
     workspace) that applies: all of it in a trusted workspace; else everything but the privileged
     keys (at any depth), and no limit above `baseline` (what applies without the repository; the
-    defaults when None), each ignored with a warning."""
+    defaults when None), each ignored with a warning. USER_ONLY_KEYS never apply from here."""
+    if mine := sorted(USER_ONLY_KEYS & set(table)):
+        log.warning("qwen-lsp: ignoring %s from %s: only your own settings choose it.", ", ".join(mine), source)
+        table = {k: v for k, v in table.items() if k not in USER_ONLY_KEYS}
     if trusted:
         return table
     kept, ignored = _without_privileged(table, "")

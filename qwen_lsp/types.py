@@ -140,6 +140,7 @@ class FixResult(BaseModel):
     # Tool calls no server parser handed over, and where they were found: "round 2: edit_file recovered
     # from the end of the reasoning" (llm/dialect.py).
     recovered_calls: list[str] = Field(default_factory=list)
+    fix_id: str | None = None  # Engine.refine continues this run's conversation while the engine keeps it
 
 
 class CachedState(BaseModel):

@@ -20,14 +20,18 @@ STATUS = "qwen/status"  # server -> client notification
 
 CLIENT_RUN_IN_TERMINAL = "qwen.runInTerminal"  # implemented by editors; the server never runs commands
 CLIENT_ASK = "qwen.ask"  # implemented by editors: prompts for the instruction
+CLIENT_REFINE = "qwen.refine"  # implemented by editors: prompts for a note, then runs qwen.server.refine
 
 SERVER_ASK = "qwen.server.ask"
 SERVER_EXPLAIN = "qwen.server.explain"
 SERVER_REVIEW = "qwen.server.review"
 SERVER_FIX = "qwen.server.fix"
+SERVER_DO_COMMENTS = "qwen.server.doComments"  # AI comments: do the marked comments of a file
+SERVER_REFINE = "qwen.server.refine"  # follow up on the last result proposed for a file
 
 SOURCE = "qwen"  # diagnostics from terminal output
 REVIEW_SOURCE = "qwen-review"  # diagnostics from review
+COMMENT_CODE = "qwen-comment"  # the code of the hint diagnostic on an AI comment (source "qwen")
 
 
 class Payload(BaseModel):
@@ -102,6 +106,21 @@ class FixArgs(Selection):
     diagnostics: list[dict[str, Any]] | None = None
 
 
+class DoCommentsArgs(Payload):
+    """Argument of `qwen.server.doComments`: the marked comments of `uri` starting on `lines`
+    (0-based; none: every marked comment of the file), done in one engine run."""
+
+    uri: str
+    lines: list[int] | None = None
+
+
+class RefineArgs(Payload):
+    """Argument of `qwen.server.refine`: the user's note on the last result proposed for `uri`."""
+
+    uri: str
+    note: str
+
+
 class ReviewArgs(Payload):
     uri: str
 
@@ -142,3 +161,12 @@ class DiagnosticData(Payload):
     command: str
     exit_code: int
     cwd: str  # workspace-relative, "" for the root
+
+
+class CommentActionData(Payload):
+    """`CodeAction.data` of a "Do it with Qwen" action (an AI comment), so resolve knows what to run."""
+
+    qwen: Literal["comments"] = "comments"
+    uri: str
+    version: int | None = None  # document version when the action was listed
+    lines: list[int]  # 0-based first lines of the chosen comments

@@ -28,7 +28,7 @@ from pydantic import ValidationError
 from qwen_lsp.apply import ApplyError, RollbackFailed
 from qwen_lsp.journal import JournalError
 from qwen_lsp.engine.protected import ProtectedPath
-from qwen_lsp.llm.client import ModelServerError, RequestRejected
+from qwen_lsp.llm.client import ModelClient, ModelServerError, RequestRejected
 from qwen_lsp.engine.loop import Engine
 from qwen_lsp.gitio import GitError, repo_root
 from qwen_lsp.types import FileChange, FixResult, Risk, Task
@@ -90,10 +90,11 @@ def fix(failure: Failure, opts: Options, ui: UI, report: QfixReport, warm: Sessi
     (warm_client.py) that thinks instead of this process; everything else happens here all the same."""
     settings = settings_for(failure.workspace, ui)
     notify_editor(failure, settings)
+    engines: list[Engine] = []  # the engine that thought here (not the warm process): [r]efine goes on with it
     with ui.working() as progress:
         result = think_warm(failure, settings, progress, warm, ui) if warm else None
         if result is None:
-            result = asyncio.run(think(failure, settings, progress))  # Ctrl-C here cancels the requests
+            result = asyncio.run(think(failure, settings, progress, kept=engines))  # Ctrl-C here cancels the requests
     report.add_result(result)
     if not result.changes and not result.suggestions:
         report.outcome = result.outcome
@@ -111,7 +112,16 @@ def fix(failure: Failure, opts: Options, ui: UI, report: QfixReport, warm: Sessi
     if refused:  # --yes is consent to a verified fix of ordinary files only; anything else needs an explicit yes
         ui.fail(f"not applied: {refused}; run qfix without --yes to review it and decide")
         report.not_applied = refused
-    choice, verify_command = ("skip", None) if refused else ask_to_apply(result, failure, opts, ui)
+    choice, verify_command = ("skip", None) if refused else ask_to_apply(result, failure, opts, ui, bool(engines))
+    while choice == "refine":  # the user's note on the change shown: the same conversation goes on
+        refined = refine(engines[0], result, ui.edit("Your note for Qwen: ", ""), settings, ui)
+        if refined is not None and refined.changes:
+            result = refined
+            report.add_result(result)
+            show(result, ui)
+        else:
+            ui.fail("the refinement proposed no change: the change above stands")
+        choice, verify_command = ask_to_apply(result, failure, opts, ui, True)
     if choice == "apply":
         try:
             apply_with_undo(failure, result.changes)
@@ -147,10 +157,12 @@ def fix(failure: Failure, opts: Options, ui: UI, report: QfixReport, warm: Sessi
 
 
 async def think(failure: Failure, settings: Settings, progress: Callable[[str], None],
-                engine: Engine | None = None) -> FixResult:
+                engine: Engine | None = None, kept: list[Engine] | None = None) -> FixResult:
     """The engine's fix of `failure`. `engine`: one made for these `settings` ahead of the failure
-    (the warm process's child); closed here all the same."""
+    (the warm process's child); closed here all the same. `kept`: gets the engine, for `refine`."""
     engine = engine or Engine(settings)
+    if kept is not None:
+        kept.append(engine)
     try:
         return await engine.fix(failure.task(), failure.workspace, progress=progress)
     finally:
@@ -194,8 +206,26 @@ def show(result: FixResult, ui: UI) -> None:
         ui.show_suggestion(suggestion)
 
 
-def ask_to_apply(result: FixResult, failure: Failure, opts: Options, ui: UI) -> tuple[Choice, str | None]:
-    """apply / skip / quit for the file changes, and the command that verifies them (None: the failed one)."""
+def refine(engine: Engine, result: FixResult, note: str, settings: Settings, ui: UI) -> FixResult | None:
+    """`result` followed up with the user's `note` (Engine.refine: append-only, no new plan); None
+    without a note. The engine's first client closed with its event loop: the follow-up gets its own."""
+    if not note.strip() or not result.fix_id:
+        return None
+
+    async def go(progress: Callable[[str], None]) -> FixResult:
+        engine.client = ModelClient(settings)
+        try:
+            return await engine.refine(result.fix_id or "", note, progress=progress)
+        finally:
+            await engine.client.close()
+
+    with ui.working() as progress:
+        return asyncio.run(go(progress))
+
+
+def ask_to_apply(result: FixResult, failure: Failure, opts: Options, ui: UI,
+                 refinable: bool = False) -> tuple[Choice, str | None]:
+    """apply / skip / quit (/ refine) for the file changes, and the command that verifies them (None: the failed one)."""
     if not result.changes:
         return "skip", None
     if opts.yes:
@@ -207,7 +237,7 @@ def ask_to_apply(result: FixResult, failure: Failure, opts: Options, ui: UI) -> 
     question = f"Apply the changes to {len(result.changes)} file(s)?"
     if result.runs_later or result.not_tracked:
         question = f"Apply the changes to {len(result.changes)} file(s), including the ones marked ⚠ above?"
-    while (choice := ui.choose(question)) == "edit":
+    while (choice := ui.choose(question, refine=refinable)) == "edit":
         verify_command = ui.edit("Re-run to verify: ", verify_command or failure.command)
     return choice, verify_command
 

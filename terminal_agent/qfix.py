@@ -4,6 +4,7 @@
     qfix                fix the last command your shell recorded (see `qfix init`)
     qfix init SHELL     print the shell integration: eval "$(qfix init bash)"
     qfix --undo         put back the files of the last fix qfix applied here
+    qfix --comments [PATH]  do the instruction comments (`# qwen: …`) of the files under PATH (terminal_agent/comments.py)
     qfix --warm-status  the warm process (engine loaded, thinks for qfix); --warm-stop stops it
 
 Exit codes: see EXIT_CODES below (also in --help and the README). The loop
@@ -55,6 +56,9 @@ def parser() -> argparse.ArgumentParser:
                    "explicit [a]pply); exit 0 only if the re-run passes")
     p.add_argument("--dry-run", action="store_true", help="show the fix and change nothing (exit 0 if one was found)")
     p.add_argument("--json", action="store_true", help="a JSON report on stdout; without --yes it is a dry run")
+    p.add_argument("--comments", nargs="?", const=".", metavar="PATH",
+                   help="do the instruction comments (`# qwen: make this async`; markers: the comment_markers "
+                   "setting) of PATH (a file, or the files git sees under a folder; default: here), one file at a time")
     p.add_argument("--undo", action="store_true", help="restore the files of the last fix applied in this workspace")
     p.add_argument("--warm-status", action="store_true", help="show qfix's warm process (it has the engine loaded "
                    "so a fix starts at once; QFIX_WARM=0 turns it off)")
@@ -73,6 +77,13 @@ def main(argv: list[str] | None = None) -> int:
         parser().error("--undo takes no command and no other option")  # exits 2
     if opts.yes and opts.dry_run:
         parser().error("--yes and --dry-run contradict each other")
+    if opts.comments is not None:
+        if command or opts.undo or opts.warm_status or opts.warm_stop:
+            parser().error("--comments takes a PATH, not a command, and only --yes, --dry-run, --json")
+        from terminal_agent import agent, comments
+
+        dry_run = opts.dry_run or (opts.json and not opts.yes)
+        return comments.run(opts.comments, agent.Options(yes=opts.yes, dry_run=dry_run, json=opts.json))
     if opts.warm_status or opts.warm_stop:
         if command or opts.undo or opts.yes or opts.dry_run or opts.json or (opts.warm_status and opts.warm_stop):
             parser().error("--warm-status and --warm-stop take no command and no other option")

@@ -14,16 +14,17 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Literal
 
-from rich.console import Console
+from rich.console import Console, Group
 from rich.live import Live
 from rich.spinner import Spinner
 from rich.text import Text
 
+from qwen_lsp.engine.thinking import Thought, decode as decode_thought
 from qwen_lsp.sanitize import diff_lines, parts
 from qwen_lsp.types import FileChange, Plan, Risk, ShellSuggestion, Validation
 
-Choice = Literal["apply", "skip", "edit", "quit"]
-CHOICES: dict[str, Choice] = {"a": "apply", "s": "skip", "e": "edit", "q": "quit"}
+Choice = Literal["apply", "skip", "edit", "quit", "refine"]
+CHOICES: dict[str, Choice] = {"a": "apply", "s": "skip", "e": "edit", "q": "quit", "r": "refine"}
 RISK_STYLE = {
     Risk.read_only: "green",
     Risk.modifies_files: "yellow",
@@ -54,7 +55,8 @@ class UI:
     @contextlib.contextmanager
     def working(self) -> Iterator[Callable[[str], None]]:
         """A spinner with the engine's current phase and the elapsed time; yields the progress callback."""
-        status = _Status()
+        # The live thinking line only on a terminal, and never with --json (everything goes to stderr then).
+        status = _Status(thoughts=self.console.is_terminal and self.fd == 1)
         with Live(status, console=self.console, refresh_per_second=8, transient=True):
             yield status.set_phase
 
@@ -103,16 +105,16 @@ class UI:
 
     # -- questions -----------------------------------------------------------------------------
 
-    def choose(self, question: str) -> Choice:
-        """[a]pply / [s]kip / [e]dit command / [q]uit; end of input counts as quit."""
+    def choose(self, question: str, *, refine: bool = False) -> Choice:
+        """[a]pply / [s]kip / [e]dit command / [q]uit (/ [r]efine when `refine`); end of input counts as quit."""
+        asked = f"\n{question} [a]pply / [s]kip / [e]dit command / [q]uit{' / [r]efine' if refine else ''}: "
         while True:
             try:
-                question = f"\n{question} [a]pply / [s]kip / [e]dit command / [q]uit: "
-                answer = self.console.input(_shown(question, "bold"))
+                answer = self.console.input(_shown(asked, "bold"))
             except EOFError:
                 return "quit"
             choice = CHOICES.get(answer.strip().lower()[:1])
-            if choice:
+            if choice and (refine or choice != "refine"):
                 return choice
 
     def confirm(self, question: str, *, word: str = "y") -> bool:
@@ -139,18 +141,27 @@ class UI:
 class _Status:
     """Rendered by Live several times a second, so the elapsed time keeps moving."""
 
-    def __init__(self) -> None:
+    def __init__(self, thoughts: bool = False) -> None:
         self.started = time.monotonic()
         self.phase = "reading the workspace"
         self.spinner = Spinner("dots")
+        self.thoughts = thoughts  # show the live thinking line (engine/thinking.py) under the spinner
+        self.thought: Thought | None = None
 
     def set_phase(self, phase: str) -> None:
+        if (thought := decode_thought(phase)) is not None:
+            self.thought = thought if self.thoughts else None
+            return
         self.phase = phase
+        self.thought = None  # a new phase: the thinking is over
 
-    def __rich__(self) -> Spinner:
+    def __rich__(self) -> Spinner | Group:
         elapsed = time.monotonic() - self.started
         self.spinner.update(text=Text(f"{self.phase} · {elapsed:.0f}s  (Ctrl-C cancels)", style="cyan"))
-        return self.spinner
+        if self.thought is None:
+            return self.spinner
+        line = Text("  " + self.thought.line(), style="dim", no_wrap=True, overflow="ellipsis")
+        return Group(self.spinner, line)
 
 
 def _shown(message: str, style: str = "") -> Text:

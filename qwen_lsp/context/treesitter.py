@@ -651,3 +651,17 @@ def references(tree: Tree, lang: str) -> list[str]:
     nodes = _captures(query, tree.root_node, "ref")
     source = source_of(tree)
     return [_name_text(n, source) for n in nodes]
+
+
+COMMENT_KINDS = ("comment", "line_comment", "block_comment")
+
+
+def comment_at(tree: Tree, byte: int) -> Node | None:
+    """The comment node holding `byte`, or None (a string, a docstring, code). Looked up from the
+    position, not by querying every comment: a file with hundreds of comments costs the same."""
+    node: Node | None = tree.root_node.descendant_for_byte_range(byte, byte + 1)
+    for _ in range(4):  # a comment's own children (Rust's doc markers) sit a level or two below it
+        if node is None or node.type in COMMENT_KINDS:
+            return node
+        node = node.parent
+    return None

@@ -28,7 +28,7 @@ from qwen_lsp.llm import calllog
 from qwen_lsp.context import prompt
 from qwen_lsp.context.index import WorkspaceIndex
 from qwen_lsp.engine.cache import StateCache, content_hash, normalize_output, task_fingerprint
-from qwen_lsp.llm.client import Completion, ModelClient, ReasoningExhausted, ToolCall, ToolsUnsupported
+from qwen_lsp.llm.client import Completion, ModelClient, ReasoningExhausted, StreamProgress, ToolCall, ToolsUnsupported
 from qwen_lsp.engine.edits import EditError, apply_edit
 from qwen_lsp.types import Accounting, CachedState, FileChange, FixResult, Plan, Risk, SummaryBy, Task, TaskKind, Validation
 from qwen_lsp.engine.overlay import BufferReader, Overlay, PathOutsideWorkspace, UnwritablePath
@@ -38,7 +38,8 @@ from qwen_lsp.engine import runs_later
 from qwen_lsp.gitio import GitError, ignored
 from qwen_lsp.engine.repeats import Repeats
 from qwen_lsp.engine.prompts import (
-    CUT_OFF, EARLY_FINISH, NO_PLAN_PATCH_REQUEST, NUDGE, PATCH_REQUEST, PLAN_REQUEST, REPLAN_REQUEST, SYSTEM, TEXT_PATCH_REQUEST,
+    CUT_OFF, EARLY_FINISH, NO_PLAN_PATCH_REQUEST, NUDGE, PATCH_REQUEST, PLAN_REQUEST, REFINE_REQUEST, REPLAN_REQUEST,
+    SYSTEM, TEXT_PATCH_REQUEST,
 )
 from qwen_lsp.llm.parsing import loads_loose, parse_edit_blocks
 from qwen_lsp.engine.risk import classify, is_test_command
@@ -47,10 +48,15 @@ from qwen_lsp.settings import Settings
 from qwen_lsp.engine.tools import TOOLS, ToolBox, size_error
 from qwen_lsp.engine.sandbox_limits import SandboxLimits
 from qwen_lsp.engine.validate import check_parse, run_verify
-from qwen_lsp.engine import sandbox, vetting
+from qwen_lsp.engine import sandbox, thinking as live_thinking, vetting
 
 Progress = Callable[[str], None]
 log = logging.getLogger(__name__)
+KEPT_RUNS = 8  # finished runs a follow-up (Engine.refine) can continue
+
+
+class RunGone(Exception):
+    """Engine.refine: the run is no longer kept (too many since, or another process)."""
 
 NO_CACHE_HIT_MIN_TOKENS = 256  # below this the shared prefix is too short to expect a hit
 NO_CACHE_HIT = ("the model server reported 0 cached tokens for a request that repeats the previous %d-token prompt "
@@ -69,6 +75,7 @@ class Engine:
         self.tools_supported = True  # flips off once the server refuses tool calling
         self.warned_no_cache_hit = False  # the prefix-cache warning is said once per process
         self.prompts = PromptCache()
+        self.finished: dict[str, _Run] = {}  # fix_id -> the run, for refine; the last KEPT_RUNS
 
     async def prompt(
         self, task: Task, workspace: Path, read_file: Callable[[str], str | None], stamp: Hashable | None = None
@@ -114,13 +121,33 @@ class Engine:
     ) -> FixResult:
         """`stamp`: what identifies the editor's buffers now (see `prompt`); None assembles afresh."""
         run = _Run(self, task, workspace, read_buffer, progress or (lambda _msg: None), stamp)
+        return await self._timed(run, run.execute)
+
+    async def refine(self, fix_id: str, note: str, *, progress: Progress | None = None) -> FixResult:
+        """Follow up on the result `fix_id` with the user's `note`: the same conversation goes on,
+        append-only (the same prefix for the server's cache), with no new plan and the plan cache left
+        as it is; the files still hold that result's change, and the new result's diffs are against
+        the files as first read. RunGone when the run is no longer kept."""
+        run = self.finished.get(fix_id)
+        if run is None:
+            raise RunGone("that result is no longer kept: ask again")
+        run.progress = progress or (lambda _msg: None)
+        return await self._timed(run, lambda: run.refine(note))
+
+    async def _timed(self, run: _Run, work: Callable[[], Any]) -> FixResult:
         outcome = "error"
         deadline = self.settings.limits.fix_deadline_seconds
         budget = asyncio.timeout(deadline)  # every phase: context, plan, patch rounds (a trickling stream too), validation
         try:
             async with budget:
-                result = await run.execute()
+                result = await work()
             outcome = result.outcome
+            if result.outcome != "explained":
+                self.finished.pop(run.fix_id, None)
+                self.finished[run.fix_id] = run
+                while len(self.finished) > KEPT_RUNS:
+                    self.finished.pop(next(iter(self.finished)))
+                result.fix_id = run.fix_id
             return result
         except TimeoutError:
             if not budget.expired():
@@ -221,9 +248,20 @@ class _Run:
             reply = await self._call(thinking=False, json_schema=schema)
         return parse_plan(reply.content), reply.assistant_message()
 
-    async def _patch_loop(self) -> tuple[Validation, str, SummaryBy]:
-        """The patch rounds; the validation of the last finish, and the summary with who wrote it."""
-        self.messages.append({"role": "user", "content": self._patch_request()})
+    async def refine(self, note: str) -> FixResult:
+        """The conversation goes on after its result: the user's note, then patch rounds (no plan)."""
+        self.accounting = Accounting()
+        self.started = time.monotonic()
+        self.toolbox.finished = None
+        validation, summary, summary_by = await self._patch_loop(REFINE_REQUEST.format(note=note.strip()))
+        if (changes := self.overlay.changes()) and changes != self.validated:
+            validation = await self._validate()
+        return self._result(validation, summary, summary_by=summary_by)
+
+    async def _patch_loop(self, request: str | None = None) -> tuple[Validation, str, SummaryBy]:
+        """The patch rounds; the validation of the last finish, and the summary with who wrote it.
+        `request`: the user message that starts them (default: the patch request)."""
+        self.messages.append({"role": "user", "content": request or self._patch_request()})
         seen_failures: set[str] = set()
         replanned = self.settings.strategy == "no_plan"  # never plan in the middle either
         idle_rounds = 0
@@ -396,6 +434,7 @@ class _Run:
             json_schema=json_schema,
             fix_id=self.fix_id,
             session_id=hashlib.sha256(str(self.overlay.root).encode()).hexdigest()[:16],
+            progress=self._live_thinking() if thinking else None,
         )
         a = self.accounting
         if thinking:
@@ -419,6 +458,14 @@ class _Run:
         if not self.engine.warned_no_cache_hit:
             self.engine.warned_no_cache_hit = True
             log.warning(NO_CACHE_HIT, shared, self.settings.base_url)
+
+    def _live_thinking(self) -> StreamProgress | None:
+        """A thinking call's stream, followed: a tail of its reasoning goes to the progress callback
+        as thoughts (engine/thinking.py), unless the `live_thinking` setting is off."""
+        if not self.settings.live_thinking:
+            return None
+        tail = live_thinking.ThinkingTail(lambda t: self.progress(live_thinking.encode(t)))
+        return StreamProgress(on_reasoning=tail.feed)
 
     def _patch_request(self) -> str:
         if not self.tools:

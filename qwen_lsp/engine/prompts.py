@@ -42,6 +42,13 @@ Make them with edit_file; call finish again only if no change is needed after al
 
 NUDGE = "Use the tools to make the change, or call finish if nothing needs changing."
 
+# A follow-up on a proposed change (Engine.refine): the files still hold that change.
+REFINE_REQUEST = """The user reviewed your change and follows up:
+
+{note}
+
+The files still hold your change. Keep to the plan unless this contradicts it; adjust the change with the tools as asked, then call finish."""
+
 # The "no plan" strategy (settings.strategy, bench/fixes): patch rounds straight from the context.
 NO_PLAN_PATCH_REQUEST = """Fix the problem above with the tools: read what you need, edit with edit_file \
 (old_string copied exactly from the file), suggest shell commands if the fix needs one, then call finish."""

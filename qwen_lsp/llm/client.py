@@ -12,6 +12,7 @@ import json
 import os
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -115,6 +116,7 @@ class StreamProgress:
     first_token: float | None = None  # seconds after `started`
     chunks: int = 0
     nbytes: int = 0
+    on_reasoning: Callable[[str], None] | None = None  # each reasoning piece as it arrives (live thinking)
 
 
 class ServerInfo(BaseModel):
@@ -315,6 +317,8 @@ async def _collect(stream: Any, completion: Completion, progress: StreamProgress
             if piece:
                 reasoning.append(piece)
                 size += _nbytes(piece)
+                if progress.on_reasoning is not None:
+                    progress.on_reasoning(piece)
             if delta.content:
                 content.append(delta.content)
                 size += _nbytes(delta.content)

@@ -45,9 +45,10 @@ class DiagnosticStore:
         self.server = server
         self.runs: dict[str, TerminalRun] = {}
         self.review: dict[str, list[types.Diagnostic]] = {}  # by file system path
+        self.comments: dict[str, list[types.Diagnostic]] = {}  # AI comments of open buffers (lsp/comments.py)
 
     def publish(self, path: str) -> None:
-        diagnostics = self.of_runs(path) + self.review.get(path, [])
+        diagnostics = self.of_runs(path) + self.review.get(path, []) + self.comments.get(path, [])
         uri = from_fs_path(path)
         if uri:
             self.server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics))

@@ -38,6 +38,7 @@ class EngineOutcome:
     result: FixResult
     versions: dict[str, int | None]  # workspace-relative path -> editor version the engine read
     stale: list[str]  # files that changed while the engine worked
+    finish: Callable[[FixResult], None] | None = None  # what the feature did to the result (AI comments: strip)
 
 
 class Fixes:
@@ -46,6 +47,7 @@ class Fixes:
     def __init__(self, server: QwenLanguageServer) -> None:
         self.server = server
         self.suggestions: dict[tuple[str, int, str], list[ShellSuggestion]] = {}
+        self.refinable: dict[str, tuple[Path, EngineOutcome]] = {}  # file system path -> its last proposed result
         self._prefetching: dict[Path, concurrent.futures.Future[None]] = {}
         self.warned_no_cache_hit = False
 
@@ -82,7 +84,76 @@ class Fixes:
         if result.accounting.prefix_cache_missed and not self.warned_no_cache_hit:  # once per server
             self.warned_no_cache_hit = True
             server.window_log_message(types.LogMessageParams(type=types.MessageType.Warning, message=NO_CACHE_HIT))
-        return EngineOutcome(result, dict(versions), self.stale_files(root, result, versions))
+        outcome = EngineOutcome(result, dict(versions), self.stale_files(root, result, versions))
+        if result.fix_id and result.changes and task.path:
+            self.remember_for_refine(root, task.path, outcome)
+        return outcome
+
+    def remember_for_refine(self, root: Path, rel: str, outcome: EngineOutcome) -> None:
+        self.refinable[str(root / rel)] = (root, outcome)
+        while len(self.refinable) > MAX_SUGGESTION_KEYS:
+            self.refinable.pop(next(iter(self.refinable)))
+
+    async def cmd_refine(self, args: protocol.RefineArgs) -> protocol.ApplyOutcome:
+        """The user's follow-up on the last result proposed for the file: the engine goes on with the
+        same conversation (Engine.refine); the edit applies to the buffer as it is now, whether the
+        first result was applied or not (anything else is stale and refused)."""
+        path, _root, _rel = self.server.folders.locate(args.uri)
+        entry = self.refinable.get(str(path))
+        if entry is None or not args.note.strip():
+            why = "no note" if entry is not None else "no recent Qwen result for this file to refine"
+            return protocol.ApplyOutcome(applied=False, summary=why)
+        root, previous = entry
+        server, worker = self.server, self.server.engine_thread()
+        settings, live_index = server.folders.settings_for(root), server.indexes.for_root(root)
+        fix_id = previous.result.fix_id or ""
+        async with server.activity.progress("Qwen: refining") as report:
+
+            async def refine() -> FixResult:
+                from qwen_lsp.engine.loop import RunGone
+                from qwen_lsp.llm.client import ModelServerError
+
+                engine = worker.engine(root, settings, live_index)
+                try:
+                    return await engine.refine(fix_id, args.note, progress=report)
+                except RunGone as exc:
+                    raise ModelUnavailable(str(exc)) from exc
+                except ModelServerError as exc:
+                    raise ModelUnavailable(str(exc)) from exc
+
+            try:
+                result = await worker.run(refine())
+            except ModelUnavailable as exc:
+                return protocol.ApplyOutcome(applied=False, summary=str(exc))
+        if previous.finish is not None:
+            previous.finish(result)
+        outcome = self.rebased(root, previous, result)
+        self.remember_for_refine(root, str(path.relative_to(root)) if root in path.parents else path.name,
+                                 EngineOutcome(result, outcome.versions, [], previous.finish))
+        checks = lsp_convert.validation_summary(result.validation)
+        return await self.apply(root, outcome, "Qwen: refined" + (f" ({checks})" if checks else ""))
+
+    def rebased(self, root: Path, previous: EngineOutcome, result: FixResult) -> EngineOutcome:
+        """`result`'s changes as edits of each file as it is now: the text the engine first read
+        (the first result was not applied), or the first result's text (it was); else stale."""
+        from qwen_lsp.engine.edits import unified_diff
+
+        before = {c.path: c for c in previous.result.changes}
+        changes, versions, stale = [], dict(previous.versions), []
+        for change in result.changes:
+            doc = self.server.folders.open_document(root / change.path)
+            now = doc.source if doc is not None else _disk(root / change.path)
+            versions[change.path] = doc.version if doc is not None else None
+            applied = before.get(change.path)
+            if now == (None if change.created else change.original):
+                changes.append(change)
+            elif applied is not None and now == applied.updated:
+                changes.append(change.model_copy(update={
+                    "original": now, "created": False, "diff": unified_diff(change.path, now, change.updated)}))
+            else:
+                stale.append(change.path)
+        changes = [c for c in changes if c.created or c.original != c.updated]
+        return EngineOutcome(result.model_copy(update={"changes": changes}), versions, stale)
 
     def prefetch(self, task: Task, root: Path, *, at_once: bool = False) -> None:
         """Assemble `task`'s prompt in the background: the user is looking at its diagnostic, and a
@@ -160,10 +231,13 @@ class Fixes:
         only = params.context.only
         actions: list[types.CodeAction] = []
         if lsp_convert.kind_allowed(types.CodeActionKind.QuickFix, only):
-            if params.context.diagnostics:
-                self.prefetch(self.task_for(params.context.diagnostics[0], root, rel), root)
+            theirs = [d for d in params.context.diagnostics if d.code != protocol.COMMENT_CODE]
+            if theirs:
+                self.prefetch(self.task_for(theirs[0], root, rel), root)
             resolves = background_fix.resolves_edits(self.server.client_capabilities)
             for diagnostic in params.context.diagnostics:
+                if diagnostic.code == protocol.COMMENT_CODE:  # an AI comment: lsp/comments.py offers its action
+                    continue
                 action = lsp_convert.fix_action(diagnostic, uri, doc.version)
                 actions.append(action if resolves else background_fix.as_command(action))
                 for suggestion in self.suggestions.get(_diag_key(str(path), diagnostic), []):
@@ -171,9 +245,31 @@ class Fixes:
         selection = params.range
         if selection.start != selection.end and lsp_convert.kind_allowed(types.CodeActionKind.RefactorRewrite, only):
             actions += lsp_convert.selection_actions(uri, selection)
+        if lsp_convert.kind_allowed(types.CodeActionKind.RefactorRewrite, only) and self.fresh_change_at(path, doc.source, selection):
+            command = types.Command(title="Refine Qwen's change…", command=protocol.CLIENT_REFINE, arguments=[{"uri": uri}])
+            actions.append(types.CodeAction(title=command.title, kind=types.CodeActionKind.RefactorRewrite, command=command))
         if lsp_convert.kind_allowed(types.CodeActionKind.Source, only):
             actions.append(lsp_convert.review_action(uri))
         return actions
+
+    def fresh_change_at(self, path: Path, text: str, selection: types.Range) -> bool:
+        """Whether the last result proposed for `path` can still be refined (the buffer holds its
+        original or its change) and changed lines in `selection` (0-based LSP lines)."""
+        entry = self.refinable.get(str(path))
+        if entry is None:
+            return False
+        root, outcome = entry
+        rel = path.relative_to(root).as_posix() if root in path.parents else path.name
+        change = next((c for c in outcome.result.changes if c.path == rel), None)
+        if change is None or text not in (change.original, change.updated):
+            return False
+        new_side = text == change.updated
+        for hunk in lsp_convert.hunks(change.original, change.updated):
+            first = hunk.start
+            last = hunk.end if not new_side else hunk.start + max(1, len(lsp_convert.split_lines(hunk.new)))
+            if selection.start.line <= last and selection.end.line >= first:
+                return True
+        return False
 
     def task_for(self, diagnostic: types.Diagnostic, root: Path, rel: str) -> Task:
         """What to ask the engine for a diagnostic. Ours stand for a failing command: the task is
@@ -313,6 +409,13 @@ class Fixes:
         markdown = outcome.result.summary.strip() or "(no answer)"
         self.server.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=markdown))
         return protocol.ExplainOutcome(markdown=markdown)
+
+
+def _disk(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def _diag_key(path: str, diagnostic: types.Diagnostic) -> tuple[str, int, str]:

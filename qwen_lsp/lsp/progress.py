@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 
 from qwen_lsp import wire as protocol
+from qwen_lsp.engine.thinking import decode as decode_thought
 from qwen_lsp.lsp.engine_thread import ModelUnavailable
 
 if TYPE_CHECKING:
@@ -74,6 +75,10 @@ class Activity:
 
         def report(message: str) -> None:
             if ended:  # a late report from a cancelled run: the progress is over
+                return
+            if (thought := decode_thought(message)) is not None:  # live thinking: the progress only
+                if token is not None:
+                    server.work_done_progress.report(token, types.WorkDoneProgressReport(message=thought.line()))
                 return
             if token is not None:
                 server.work_done_progress.report(token, types.WorkDoneProgressReport(message=message))

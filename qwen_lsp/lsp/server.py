@@ -28,6 +28,7 @@ from pygls.protocol.json_rpc import JsonRPCNotification, JsonRPCRequestMessage, 
 
 from qwen_lsp import __version__, wire as protocol
 from qwen_lsp.lsp import background_fix
+from qwen_lsp.lsp.comments import Comments
 from qwen_lsp.lsp.diagnostics import DiagnosticStore
 from qwen_lsp.lsp.engine_thread import EngineThread
 from qwen_lsp.lsp.fixes import Fixes
@@ -81,6 +82,7 @@ class QwenLanguageServer(LanguageServer):
         self.fixes = Fixes(self)
         self.reviews = Reviews(self)
         self.indexes = Indexes(self)
+        self.comments = Comments(self)
         self.background_fixes: set[asyncio.Task[Any]] = set()  # clients without resolve (lsp/background_fix.py)
 
     def engine_thread(self) -> EngineThread:
@@ -160,11 +162,13 @@ def create_server() -> QwenLanguageServer:
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: QwenLanguageServer, params: types.DidOpenTextDocumentParams) -> None:
         ls.indexes.buffer_changed(params.text_document.uri)
+        ls.comments.refresh(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: QwenLanguageServer, params: types.DidChangeTextDocumentParams) -> None:
         ls.diagnostics.did_change(params)
         ls.indexes.buffer_changed(params.text_document.uri)
+        ls.comments.refresh(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
     def did_save(ls: QwenLanguageServer, params: types.DidSaveTextDocumentParams) -> None:
@@ -174,6 +178,7 @@ def create_server() -> QwenLanguageServer:
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: QwenLanguageServer, params: types.DidCloseTextDocumentParams) -> None:
         ls.indexes.disk_changed(params.text_document.uri)  # the buffer's unsaved text is gone
+        ls.comments.forget(params.text_document.uri)
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     def did_change_watched_files(ls: QwenLanguageServer, params: types.DidChangeWatchedFilesParams) -> None:
@@ -193,11 +198,13 @@ def create_server() -> QwenLanguageServer:
         ),
     )
     def code_action(ls: QwenLanguageServer, params: types.CodeActionParams) -> list[types.CodeAction]:
-        return ls.fixes.code_actions(params)
+        return ls.comments.code_actions(params) + ls.fixes.code_actions(params)
 
     @server.feature(types.CODE_ACTION_RESOLVE)
     async def code_action_resolve(ls: QwenLanguageServer, action: types.CodeAction) -> types.CodeAction:
         with ls.activity.tracked():
+            if isinstance(action.data, dict) and action.data.get("qwen") == "comments":
+                return await ls.comments.resolve(action)
             return await ls.fixes.resolve_fix(action)
 
     @server.command(protocol.SERVER_ASK)
@@ -213,6 +220,16 @@ def create_server() -> QwenLanguageServer:
     @server.command(background_fix.SERVER_FIX_IN_BACKGROUND)
     def fix_in_background(ls: QwenLanguageServer, *args: Any) -> dict[str, Any]:
         return background_fix.start(ls, _first(args))
+
+    @server.command(protocol.SERVER_DO_COMMENTS)
+    async def do_comments(ls: QwenLanguageServer, *args: Any) -> dict[str, Any]:
+        with ls.activity.tracked():
+            return (await ls.comments.cmd_do_comments(protocol.DoCommentsArgs.model_validate(_first(args)))).dump()
+
+    @server.command(protocol.SERVER_REFINE)
+    async def refine(ls: QwenLanguageServer, *args: Any) -> dict[str, Any]:
+        with ls.activity.tracked():
+            return (await ls.fixes.cmd_refine(protocol.RefineArgs.model_validate(_first(args)))).dump()
 
     @server.command(protocol.SERVER_EXPLAIN)
     async def explain(ls: QwenLanguageServer, *args: Any) -> dict[str, Any]:

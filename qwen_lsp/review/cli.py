@@ -29,6 +29,7 @@ from qwen_lsp.engine.cache import StateCache
 from qwen_lsp.gitio import GitError, git, repo_root, show, staged_diff
 from qwen_lsp.llm.client import ModelClient
 from qwen_lsp.sanitize import json_safe, one_line, visible
+from qwen_lsp.review.reported import ReportedStore, hold_back
 from qwen_lsp.review.engine import DEFAULT_SEVERITY, SEVERITY_ORDER, DiffError, Finding, ReviewResult, parse_diff, review_diff
 from qwen_lsp.settings import Settings, describe_invalid, load_settings, load_settings_lenient
 
@@ -186,11 +187,23 @@ def summary(result: ReviewResult, fail_on: str) -> str:
     blockers = blocking(result, fail_on)
     if blockers:
         text += f" Commit blocked: {len(blockers)} finding(s) at or above '{fail_on}' (--fail-on {fail_on})."
+    if held := held_back(result):
+        text += f" Held back: {held}."
     if result.cached:
         text += " (cached review of this staged diff)"
     elif result.prompt_tokens:
         text += f" [tokens: prompt {result.prompt_tokens} (cached {result.cached_tokens}), completion {result.completion_tokens}]"
     return text
+
+
+def held_back(result: ReviewResult) -> str:
+    """What the report leaves out, in words ("" when nothing)."""
+    parts = []
+    if result.held_back_repeated:
+        parts.append(f"{result.held_back_repeated} already reported for the same code (--all shows them)")
+    if result.held_back_over_limit:
+        parts.append(f"{result.held_back_over_limit} less severe past --max-findings")
+    return "; ".join(parts)
 
 
 def format_json(result: ReviewResult) -> str:
@@ -258,6 +271,8 @@ def format_sarif(result: ReviewResult, reader: IndexReader, root: Path) -> str:
     invocation: dict[str, Any] = {"executionSuccessful": result.reviewed}
     if not result.reviewed:
         invocation["toolExecutionNotifications"] = [{"level": "error", "message": {"text": result.error or "not reviewed"}}]
+    elif held := held_back(result):
+        invocation["toolExecutionNotifications"] = [{"level": "note", "message": {"text": f"findings held back: {held}"}}]
     log = {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",
@@ -273,7 +288,10 @@ def format_sarif(result: ReviewResult, reader: IndexReader, root: Path) -> str:
                 "originalUriBaseIds": {"SRCROOT": {"uri": root.resolve().as_uri() + "/"}},
                 "invocations": [invocation],
                 "results": results,
-                "properties": {"cached": result.cached},
+                "properties": {
+                    "cached": result.cached,
+                    "heldBack": {"alreadyReported": result.held_back_repeated, "overLimit": result.held_back_over_limit},
+                },
             }
         ],
     }
@@ -297,6 +315,10 @@ def hook_args(args: argparse.Namespace) -> list[str]:
         out += ["--base-url", args.base_url]
     if args.no_cache:
         out.append("--no-cache")
+    if args.all:
+        out.append("--all")
+    if args.max_findings is not None:
+        out += ["--max-findings", str(args.max_findings)]
     return out
 
 
@@ -356,10 +378,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--connect-timeout", type=float, help="seconds to wait for a connection (default 2)")
     parser.add_argument("--base-url", help="the vLLM OpenAI base URL (default: settings / QWEN_LSP_BASE_URL)")
     parser.add_argument("--no-cache", action="store_true", help="ignore the cached review of this diff")
+    parser.add_argument("--all", action="store_true", help="also report findings already reported in this repository "
+                        "for the same code (by default a finding is reported once: same file, cited lines, message)")
+    parser.add_argument("--max-findings", type=_count, metavar="N", help="report at most N findings, the most "
+                        "severe; the report says how many were held back")
     parser.add_argument("-C", dest="directory", type=Path, default=Path.cwd(), help="run as if started in this directory")
     parser.add_argument("--install", action="store_true", help="write .git/hooks/pre-commit running this review")
     parser.add_argument("--force", action="store_true", help="with --install: replace an existing hook")
     return parser.parse_args(argv)
+
+
+def _count(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be 0 or more")
+    return value
 
 
 def hook_settings(root: Path, args: argparse.Namespace, deadline: float) -> Settings:
@@ -454,6 +487,10 @@ def main(argv: list[str] | None = None) -> int:
     mode = "thinking" if args.think else "non-thinking"
     print(f"{TOOL}: reviewing {len(files)} file(s) of {what} with {settings.base_url} ({mode})...", file=sys.stderr)
     result = asyncio.run(run_review(diff, root, settings, args, deadline, names))
+    store = None if args.all else ReportedStore(settings.cache_dir, root)
+    result = hold_back(result, reader.line, store, max_findings=args.max_findings)
+    if store is not None and result.reviewed:
+        store.save()
 
     write(report(result, reader, root, args), args.output, sys.stdout)
     if not result.reviewed:

@@ -61,6 +61,7 @@ pytestmark = [pytest.mark.skipif(bool(_missing()), reason=f"real VS Code tier: {
 APP = 'def add(a, b):\n    return a - b\n\n\nassert add(2, 3) == 5, "add(2, 3) should be 5"\nprint("ok")\n'
 CALC = 'def mul(a, b):\n    return a + b\n\n\nassert mul(2, 3) == 6, "mul(2, 3) should be 6"\nprint("ok")\n'
 REPORT = 'import pathlib\n\nprint(pathlib.Path("out/report.txt").read_text())\n'
+UTIL = 'def first(xs):\n    # qwen: handle the empty list\n    return xs[0]\n'
 PLAN = {
     "hypotheses": ["add() subtracts; the assertion expects the sum"],
     "evidence": [{"path": "app.py", "start_line": 2, "end_line": 2, "reason": "return a - b"}],
@@ -220,6 +221,7 @@ def session(vsix: Path) -> Iterator[Session]:
     (project / "app.py").write_text(APP)
     (project / "report.py").write_text(REPORT)
     (project / "calc.py").write_text(CALC)  # before start: quick open's file list is read then
+    (project / "util.py").write_text(UTIL)
     subprocess.run(["git", "init", "-q"], cwd=project, check=True)
 
     double = VLLMDouble().start()
@@ -507,3 +509,30 @@ def test_a_palette_fix_is_cancelled_from_its_notification(session: Session) -> N
         assert calc.read_text() == before
         assert len(double.chat_requests()) == requests + 1, "a model request after the cancel"
         assert not [n for n in session.notifications() if "Qwen" in n or "rror" in n], session.notifications()
+
+
+def test_an_ai_comment_gets_a_hint_and_its_quick_fix_does_it(session: Session) -> None:
+    page, util = session.page, session.project / "util.py"
+    plan = {"hypotheses": [], "evidence": [], "steps": ["return None for []"], "verify_command": None}
+    session.double.script(
+        Reply(reasoning="An empty list has no first item.", content=json.dumps(plan)),
+        Reply(tool_calls=[("edit_file", {"path": "util.py", "old_string": "return xs[0]",
+                                         "new_string": "return xs[0] if xs else None"})]),
+        Reply(tool_calls=[("finish", {"summary": "first() handles []"})]),
+    )
+    with session.flow("ai-comment"):
+        session.wait_for("the Qwen status item to say ready", lambda: session.status_icon() == "sparkle", 60)
+        requests = len(session.double.chat_requests())
+        session.open_file("util.py", "handle the empty list")
+        session.wait_for("the hint on the comment (dots under it)", lambda: page.locator(".squiggly-hint").count() > 0, 60)
+        session.shot("ai-comment-hint")
+        assert len(session.double.chat_requests()) == requests  # a marked comment alone runs nothing
+        editor = page.locator(".monaco-editor .view-lines", has_text="def first")
+        editor.click()
+        session.go_to_line(2)
+        session.quick_fix("Do it with Qwen")
+        session.wait_for("the instruction done and its comment gone",
+                         lambda: "if xs else None" in editor.inner_text() and "qwen:" not in editor.inner_text(), 60)
+        session.shot("ai-comment-done")
+        page.keyboard.press("Control+s")
+        session.wait_for("util.py saved", lambda: util.read_text() == "def first(xs):\n    return xs[0] if xs else None\n", 30)

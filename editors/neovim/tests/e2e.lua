@@ -324,6 +324,56 @@ local function notes_since(from)
   return out
 end
 
+t.test('an AI comment: a hint on it, "Do it with Qwen" (gra) edits its function and takes the comment out; :QwenRefine follows up', function()
+  local UTIL = { 'NOTE = "# qwen: a string is no instruction"', '', '', 'def first(xs):', '    # qwen: handle the empty list', '    return xs[0]' }
+  local DONE = { 'NOTE = "# qwen: a string is no instruction"', '', '', 'def first(xs):', '    return xs[0] if xs else None' }
+  vim.fn.writefile(UTIL, project .. '/util.py')
+  local plan = vim.tbl_extend('force', PLAN, { hypotheses = {}, evidence = {}, steps = { 'return None for []' } })
+  double_api('POST', '/_double/script', {
+    { reasoning = 'An empty list has no first item.', content = vim.json.encode(plan) },
+    call('edit_file', { path = 'util.py', old_string = 'return xs[0]', new_string = 'return xs[0] if xs else None' }),
+    call('finish', { summary = 'first() handles []' }),
+  })
+  local requests = chat_requests()
+  vim.cmd.edit(project .. '/util.py')
+  local util_buf = vim.api.nvim_get_current_buf()
+  local function hints()
+    return vim.tbl_filter(function(d)
+      return d.code == 'qwen-comment'
+    end, vim.diagnostic.get(util_buf))
+  end
+  t.wait(30000, function()
+    return #hints() > 0
+  end, 'the hint on the comment')
+  t.eq({ #hints(), hints()[1].lnum, hints()[1].severity }, { 1, 4, vim.diagnostic.severity.HINT }, 'one hint, on the comment (not the string)')
+  t.eq(chat_requests(), requests, 'a marked comment alone runs nothing')
+  vim.api.nvim_win_set_cursor(0, { 5, 6 })
+  vim.lsp.buf.code_action({
+    apply = true,
+    filter = function(action)
+      return vim.startswith(action.title, 'Do it with Qwen: handle the empty list')
+    end,
+  })
+  t.wait(90000, function()
+    return vim.deep_equal(vim.api.nvim_buf_get_lines(util_buf, 0, -1, false), DONE)
+  end, 'the instruction done and its comment gone; util.py is: ' .. vim.inspect(vim.api.nvim_buf_get_lines(util_buf, 0, -1, false)))
+  t.wait(10000, function()
+    return #hints() == 0
+  end, 'no hint once the comment is gone')
+
+  -- A follow-up on that change: :QwenRefine goes on with the same conversation (no new plan).
+  local REFINED = { 'NOTE = "# qwen: a string is no instruction"', '', '', 'def first(xs):', '    return None if not xs else xs[0]' }
+  double_api('POST', '/_double/script', {
+    call('edit_file', { path = 'util.py', old_string = 'return xs[0] if xs else None', new_string = 'return None if not xs else xs[0]' }),
+    call('finish', { summary = 'the empty case first' }),
+  })
+  vim.cmd('QwenRefine put the empty case first')
+  t.wait(60000, function()
+    return vim.deep_equal(vim.api.nvim_buf_get_lines(util_buf, 0, -1, false), REFINED)
+  end, 'the refined change; util.py is: ' .. vim.inspect(vim.api.nvim_buf_get_lines(util_buf, 0, -1, false)))
+  vim.api.nvim_set_current_buf(calc_buf)
+end)
+
 t.test(':QwenCancel while a fix runs: the model stream closes, nothing changes, the next fix works', function()
   local lines = vim.api.nvim_buf_get_lines(calc_buf, 0, -1, false)
   local plan = vim.tbl_extend('force', PLAN, { hypotheses = { 'overflow' }, evidence = {}, steps = { 'document it' } })

@@ -50,6 +50,26 @@ export async function ask(execute: ExecuteServerCommand, arg?: unknown): Promise
   );
 }
 
+/**
+ * `qwen.refine`: a follow-up note on the last change Qwen proposed for the file (from the
+ * "Refine Qwen's change…" code action `{uri}`, or the palette: the active file).
+ */
+export async function refine(execute: ExecuteServerCommand, arg?: unknown): Promise<void> {
+  const uri =
+    typeof arg === "object" && arg !== null && typeof (arg as { uri?: unknown }).uri === "string"
+      ? (arg as { uri: string }).uri
+      : withEditor((editor) => editor.document.uri.toString());
+  if (!uri) return;
+  const note = await vscode.window.showInputBox({
+    title: "Refine Qwen's change",
+    prompt: "What should be different?",
+    placeHolder: "e.g. not like that, keep the old signature",
+    ignoreFocusOut: true,
+  });
+  if (!note || note.trim() === "") return; // cancelled
+  await reportApply("Refining…", (token) => execute(SERVER_COMMANDS.refine, { uri, note: note.trim() }, token));
+}
+
 export async function fix(execute: ExecuteServerCommand): Promise<void> {
   const target = withEditor(editorTarget);
   if (!target) return;

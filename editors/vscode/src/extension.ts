@@ -53,6 +53,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     lsp.onNotification(STATUS_NOTIFICATION, (params: StatusParams) => status.update(params)),
     vscode.commands.registerCommand(CLIENT_COMMANDS.runInTerminal, (arg: unknown) => runInTerminal(arg)),
     vscode.commands.registerCommand(CLIENT_COMMANDS.ask, (arg?: unknown) => commands.ask(execute, arg)),
+    vscode.commands.registerCommand(CLIENT_COMMANDS.refine, (arg?: unknown) => commands.refine(execute, arg)),
     vscode.commands.registerCommand("qwen.fix", () => commands.fix(execute)),
     vscode.commands.registerCommand("qwen.review", () => commands.review(execute)),
     vscode.commands.registerCommand("qwen.cancel", () => cancelCommand(inflight)),

@@ -53,6 +53,7 @@ export interface ApplyResult {
 export const CLIENT_COMMANDS = {
   runInTerminal: "qwen.runInTerminal",
   ask: "qwen.ask",
+  refine: "qwen.refine",
 } as const;
 
 export const SERVER_COMMANDS = {
@@ -60,6 +61,7 @@ export const SERVER_COMMANDS = {
   explain: "qwen.server.explain",
   review: "qwen.server.review",
   fix: "qwen.server.fix",
+  refine: "qwen.server.refine",
 } as const;
 
 /** Sends `workspace/executeCommand` to the server; the one seam commands are tested through. */

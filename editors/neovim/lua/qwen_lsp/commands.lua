@@ -105,6 +105,38 @@ function M.fix(opts)
   util.execute(client, bufnr, 'qwen.server.fix', arg, report_apply)
 end
 
+--- `qwen.refine`: asks for a note unless given, then runs `qwen.server.refine` on the last change
+--- Qwen proposed for the file.
+---@param client vim.lsp.Client|nil
+---@param arg { uri: string }|nil
+---@param note string|nil
+function M.refine(client, arg, note)
+  if not client or type(arg) ~= 'table' or type(arg.uri) ~= 'string' then
+    util.notify('qwen.refine needs a running client and {uri}', vim.log.levels.ERROR)
+    return
+  end
+  local function send(text)
+    text = vim.trim(text or '')
+    if text == '' then
+      return -- cancelled
+    end
+    util.execute(client, vim.uri_to_bufnr(arg.uri), 'qwen.server.refine', { uri = arg.uri, note = text }, report_apply)
+  end
+  if note and vim.trim(note) ~= '' then
+    send(note)
+  else
+    vim.ui.input({ prompt = 'Refine Qwen\'s change: ' }, send)
+  end
+end
+
+function M.refine_command(opts)
+  local client = attached_client(0)
+  if not client then
+    return
+  end
+  M.refine(client, { uri = vim.uri_from_bufnr(0) }, opts.args)
+end
+
 function M.ask_command(opts)
   local client = attached_client(0)
   if not client then
@@ -182,6 +214,7 @@ function M.create()
   local create = vim.api.nvim_create_user_command
   create('QwenFix', M.fix, { range = true, desc = 'Qwen: fix the problem on these lines' })
   create('QwenAsk', M.ask_command, { range = true, nargs = '*', desc = 'Qwen: do {instruction} on these lines' })
+  create('QwenRefine', M.refine_command, { nargs = '*', desc = "Qwen: follow up on its last change here with {note}" })
   create('QwenReview', M.review, { desc = 'Qwen: review this file' })
   create('QwenCancel', M.cancel, { desc = 'Qwen: cancel the running fix, ask or review' })
   vim.api.nvim_create_autocmd('LspProgress', {

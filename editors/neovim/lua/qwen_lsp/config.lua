@@ -56,6 +56,10 @@ function M.defaults()
         local client = vim.lsp.get_client_by_id(ctx.client_id)
         return require('qwen_lsp.commands').ask(client, command.arguments and command.arguments[1])
       end,
+      ['qwen.refine'] = function(command, ctx)
+        local client = vim.lsp.get_client_by_id(ctx.client_id)
+        return require('qwen_lsp.commands').refine(client, command.arguments and command.arguments[1])
+      end,
     },
     on_init = function()
       require('qwen_lsp').init() -- user commands and terminal tracking, also without setup()
