@@ -61,6 +61,7 @@ class Options:
     yes: bool = False  # apply file changes and verify without asking
     dry_run: bool = False  # show the fix, change nothing
     json: bool = False  # machine-readable report on stdout
+    no_cache: bool = False  # think afresh: no plan restored from the disk cache
 
 
 @dataclass
@@ -91,7 +92,7 @@ def fix(failure: Failure, opts: Options, ui: UI, report: QfixReport, warm: Sessi
     with ui.working() as progress:
         result = think_warm(failure, settings, progress, warm, ui) if warm else None
         if result is None:
-            result = asyncio.run(think(failure, settings, progress))  # Ctrl-C here cancels the requests
+            result = asyncio.run(think(failure, settings, progress, reuse_plans=not opts.no_cache))  # Ctrl-C cancels
     report.add_result(result)
     if not result.changes and not result.suggestions:
         report.outcome = result.outcome
@@ -145,10 +146,11 @@ def fix(failure: Failure, opts: Options, ui: UI, report: QfixReport, warm: Sessi
 
 
 async def think(failure: Failure, settings: Settings, progress: Callable[[str], None],
-                engine: Engine | None = None) -> FixResult:
+                engine: Engine | None = None, reuse_plans: bool = True) -> FixResult:
     """The engine's fix of `failure`. `engine`: one made for these `settings` ahead of the failure
-    (the warm process's child); closed here all the same."""
+    (the warm process's child); closed here all the same. `reuse_plans=False`: no cached plan."""
     engine = engine or Engine(settings)
+    engine.reuse_plans = reuse_plans
     try:
         return await engine.fix(failure.task(), failure.workspace, progress=progress)
     finally:

@@ -55,6 +55,8 @@ def parser() -> argparse.ArgumentParser:
                    "explicit [a]pply); exit 0 only if the re-run passes")
     p.add_argument("--dry-run", action="store_true", help="show the fix and change nothing (exit 0 if one was found)")
     p.add_argument("--json", action="store_true", help="a JSON report on stdout; without --yes it is a dry run")
+    p.add_argument("--no-cache", action="store_true", help="think afresh: do not restore a plan cached for this "
+                   "failure (plans are cached per server and model; the new plan replaces the old)")
     p.add_argument("--undo", action="store_true", help="restore the files of the last fix applied in this workspace")
     p.add_argument("--warm-status", action="store_true", help="show qfix's warm process (it has the engine loaded "
                    "so a fix starts at once; QFIX_WARM=0 turns it off)")
@@ -69,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         return _init(args[1:])
     opts = parser().parse_args(args)
     command = opts.command[1:] if opts.command[:1] == ["--"] else opts.command
-    if opts.undo and (command or opts.yes or opts.dry_run or opts.json):
+    if opts.undo and (command or opts.yes or opts.dry_run or opts.json or opts.no_cache):
         parser().error("--undo takes no command and no other option")  # exits 2
     if opts.yes and opts.dry_run:
         parser().error("--yes and --dry-run contradict each other")
@@ -78,7 +80,8 @@ def main(argv: list[str] | None = None) -> int:
             parser().error("--warm-status and --warm-stop take no command and no other option")
         return warm_client.status_command(stop=opts.warm_stop)
     # The warm process (if one runs for this code) gets ready for a failure here while the command runs.
-    warm = warm_client.open_session(Path.cwd()) if not opts.undo else None
+    # (--no-cache thinks here: the warm process restores cached plans)
+    warm = warm_client.open_session(Path.cwd()) if not (opts.undo or opts.no_cache) else None
     # The model server is asked while the command runs: a server that is down is said at once.
     server = ServerCheck(Path.cwd(), announce=True) if command and not opts.undo else None
     # With a warm process the engine is only shown here, never run: importing it is all this process needs.
@@ -103,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     if opts.undo:
         return agent.undo_last_fix()
     dry_run = opts.dry_run or (opts.json and not opts.yes)
-    return agent.run(agent.Options(yes=opts.yes, dry_run=dry_run, json=opts.json), ran, server, warm)
+    return agent.run(agent.Options(yes=opts.yes, dry_run=dry_run, json=opts.json, no_cache=opts.no_cache), ran, server, warm)
 
 
 def _run_first(command: list[str], echo_fd: int, warm_up: Callable[[], None]) -> tuple[list[str], Finished]:

@@ -49,3 +49,32 @@ def test_each_test_starts_with_empty_dirs_of_its_own(own_user_dirs, tmp_path_fac
     for path in own_user_dirs.values():
         assert not path.exists() or not any(path.iterdir())
         assert path.is_relative_to(tmp_path_factory.getbasetemp())
+
+
+SHOW_SIGINT = "import signal; print(signal.getsignal(signal.SIGINT) == signal.SIG_IGN)"
+CHILD_TEST = f'''
+import subprocess, sys
+
+def test_a_child_of_the_suite_can_be_interrupted():
+    shown = subprocess.run([sys.executable, "-c", {SHOW_SIGINT!r}], capture_output=True, text=True, check=True)
+    assert shown.stdout.strip() == "False"
+'''
+
+
+def test_a_suite_started_with_sigint_ignored_starts_its_processes_with_sigint_default(tmp_path):
+    """Started in the background of a script (SIGINT ignored, which exec keeps), the suite's children must
+    still take Ctrl-C: tests/conftest.py puts a handler back, and a handler does not survive exec."""
+    import signal
+
+    def ignore_sigint() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    ignored = subprocess.run([sys.executable, "-c", SHOW_SIGINT], capture_output=True, text=True,
+                             preexec_fn=ignore_sigint, check=True)
+    assert ignored.stdout.strip() == "True"  # what the suite's processes inherit without the conftest's fix
+    (tmp_path / "test_child.py").write_text(CHILD_TEST)
+    root = Path(__file__).resolve().parents[1]
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tests.conftest",
+                          "--rootdir", str(tmp_path), str(tmp_path / "test_child.py")],
+                         cwd=root, capture_output=True, text=True, preexec_fn=ignore_sigint, timeout=300)
+    assert run.returncode == 0 and "1 passed" in run.stdout, run.stdout + run.stderr

@@ -429,7 +429,8 @@ def build_messages(diff: str, files: list[ChangedFile], workspace: Path, setting
 
 
 def review_key(diff: str, settings: Settings, think: bool) -> str:
-    payload = json.dumps({"v": REVIEW_VERSION, "model": settings.model, "think": think, "diff": diff}, sort_keys=True)
+    payload = json.dumps({"v": REVIEW_VERSION, "server": settings.base_url.rstrip("/"), "model": settings.model,
+                          "think": think, "diff": diff}, sort_keys=True)
     return "review:" + hashlib.sha256(payload.encode("utf-8", "surrogateescape")).hexdigest()
 
 
