@@ -280,7 +280,7 @@ def hand_to_shell(command: str, ui: UI) -> None:
         ui.say("The command is on your command line: edit it if needed, Enter runs it.", "bold")
     else:
         ui.say(f"Run it yourself:  {command}", "bold")
-        ui.say('(with eval "$(qfix init bash)" in your shell rc, qfix puts it on your command line)', "dim")
+        ui.say("(with the shell hook, `qfix init bash --install`, qfix puts it on your command line)", "dim")
 
 
 def run(opts: Options, ran: tuple[list[str], Finished] | None = None, server: ServerCheck | None = None,
@@ -301,8 +301,9 @@ def run(opts: Options, ran: tuple[list[str], Finished] | None = None, server: Se
                 return 2
             record = record_of_line(on_line) if on_line else last_record()
             if record is None:
-                print('qfix: no command given and none recorded: run `qfix -- CMD`, or add eval "$(qfix init bash)" '
-                      "to your shell's rc file", file=sys.stderr)
+                from terminal_agent.shell_init import no_record_advice
+
+                print(no_record_advice(dict(os.environ), Path.home()), file=sys.stderr)
                 return 2
             if not nothing_to_fix(record.exit_code):  # ask the server before offering to re-run anything
                 server = ServerCheck(Path(record.cwd) if Path(record.cwd).is_dir() else Path.cwd(), announce=False)

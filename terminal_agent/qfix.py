@@ -3,6 +3,7 @@
     qfix -- CMD ARGS…   run CMD in a pseudo-terminal; if it fails, propose a fix
     qfix                fix the last command your shell recorded (see `qfix init`)
     qfix init SHELL     print the shell integration: eval "$(qfix init bash)"
+    qfix init [SHELL] --install   put that line in the shell's startup files (login shells too)
     qfix --undo         put back the files of the last fix qfix applied here
     qfix --warm-status  the warm process (engine loaded, thinks for qfix); --warm-stop stops it
 
@@ -45,7 +46,8 @@ def parser() -> argparse.ArgumentParser:
         prog="qfix",
         description="Fix the command that just failed, with Qwen on your local vLLM. "
         "Nothing is written or run without your consent.",
-        epilog='Shell integration: eval "$(qfix init bash)" (or zsh), or `qfix init fish | source`. '
+        epilog="Shell integration: `qfix init bash --install` (or zsh, fish) adds the hook to the shell's startup "
+        "files, login shells included; `qfix init --uninstall` removes it. "
         "Inside tmux, qfix reads the last command's output from the pane (QFIX_TMUX_CAPTURE=0 turns that off). "
         + EXIT_CODES,
     )
@@ -145,10 +147,23 @@ def _import_engine() -> None:
 
 
 def _init(args: list[str]) -> int:
-    from terminal_agent.shell_init import SHELLS, init_script, prune_dead_sessions
+    from terminal_agent.shell_init import SHELLS, init_script, install, prune_dead_sessions, uninstall
 
+    usage = f"usage: qfix init {{{','.join(SHELLS)}}}  |  qfix init [SHELL] --install  |  qfix init --uninstall"
+    if args == ["--uninstall"]:
+        done = uninstall(Path.home())
+        print("\n".join(done) if done else "qfix: no hook of qfix init --install found")
+        return 0
+    if args[-1:] == ["--install"]:
+        shell = args[0] if len(args) == 2 else os.path.basename(os.environ.get("SHELL", ""))
+        if len(args) > 2 or shell not in SHELLS:
+            print(f"qfix: name the shell: qfix init {{{','.join(SHELLS)}}} --install", file=sys.stderr)
+            return USAGE_ERROR
+        print("\n".join(install(shell, Path.home())))
+        print("qfix: the hook loads in shells started from now on (open a new one, or a new tmux window)")
+        return 0
     if len(args) != 1 or args[0] not in SHELLS:
-        print(f"usage: qfix init {{{','.join(SHELLS)}}}", file=sys.stderr)
+        print(usage, file=sys.stderr)
         return USAGE_ERROR
     prune_dead_sessions()
     try:
