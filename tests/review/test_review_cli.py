@@ -244,3 +244,37 @@ def test_an_unknown_severity_is_counted_shown_and_can_block(
     assert f"  {BUG_LINE}: warning (model said 'catastrophic') [bug]" in out
     assert "no findings" not in out
     assert "1 finding(s) had an unknown severity ('catastrophic' x1), counted as warning." in out
+
+
+def test_uninstall_removes_the_hooks_install_wrote_and_leaves_a_foreign_one(
+        tmp_path: Path, calc_repo: GitRepo, isolated_git: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.review.helpers import make_calc_repo
+
+    other, foreign = make_calc_repo(tmp_path / "other", isolated_git), make_calc_repo(tmp_path / "foreign", isolated_git)
+    for repo in (calc_repo, other):
+        assert run(repo, "--install") == 0
+    mine = "#!/bin/sh\necho mine\n"
+    (foreign.root / ".git" / "hooks" / "pre-commit").write_text(mine)
+    assert run(foreign, "--uninstall") == 0
+    assert "not written by qwen-review, left alone" in capsys.readouterr().out
+    assert run(calc_repo, "--uninstall") == 0  # this repository's
+    assert not (calc_repo.root / ".git" / "hooks" / "pre-commit").exists()
+    assert (other.root / ".git" / "hooks" / "pre-commit").exists()
+    capsys.readouterr()
+    assert cli.main(["--uninstall", "--all", "-C", str(tmp_path)]) == 0  # every other one, from anywhere
+    assert f"{other.root / '.git' / 'hooks' / 'pre-commit'}: removed" in capsys.readouterr().out
+    assert not (other.root / ".git" / "hooks" / "pre-commit").exists()
+    assert (foreign.root / ".git" / "hooks" / "pre-commit").read_text() == mine
+
+
+def test_the_hook_once_qwen_review_is_gone_lets_the_commit_through_and_says_how_to_remove_it(
+        tmp_path: Path, calc_repo: GitRepo, isolated_git: dict[str, str]) -> None:
+    hook = calc_repo.root / ".git" / "hooks" / "pre-commit"
+    assert run(calc_repo, "--install") == 0
+    hook.write_text(hook.read_text().replace(f"PYTHON={cli.shlex.quote(cli.sys.executable)}",
+                                             f"PYTHON={tmp_path / 'uninstalled' / 'python'}"))
+    commit = subprocess.run(["git", "commit", "-m", "after uninstalling"], cwd=calc_repo.root, env=isolated_git,
+                            capture_output=True, text=True)
+    assert commit.returncode == 0, commit.stderr
+    assert "this commit was NOT reviewed" in commit.stderr and "qwen-review --install again" in commit.stderr
+    assert "or remove this hook: rm " in commit.stderr and "hooks/pre-commit" in commit.stderr
