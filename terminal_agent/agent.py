@@ -19,6 +19,7 @@ import asyncio
 import os
 import shlex
 import sys
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,6 +63,7 @@ class Options:
     dry_run: bool = False  # show the fix, change nothing
     json: bool = False  # machine-readable report on stdout
     no_cache: bool = False  # think afresh: no plan restored from the disk cache
+    traceback: bool = False  # an internal error prints its traceback
 
 
 @dataclass
@@ -349,7 +351,12 @@ def run(opts: Options, ran: tuple[list[str], Finished] | None = None, server: Se
     except Exception as exc:  # noqa: BLE001 - whatever failed, the user gets one line and --json its report
         kept = "the applied fix stays (`qfix --undo` reverts it)" if report and report.applied else "nothing was changed"
         error = " ".join(f"{type(exc).__name__}: {exc}".split())
-        print(f"qfix: internal error, {kept}: {error}", file=sys.stderr)
+        if opts.traceback or os.environ.get("QFIX_TRACEBACK") == "1":
+            traceback.print_exc()
+            print(f"qfix: internal error, {kept}: {error}", file=sys.stderr)
+        else:
+            print(f"qfix: internal error, {kept}: {error} (`qfix --traceback ...` or QFIX_TRACEBACK=1 shows where)",
+                  file=sys.stderr)
         if report is None:
             return 2
         report.error, report.outcome, report.exit_status = error, "error", 2

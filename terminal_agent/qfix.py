@@ -49,6 +49,8 @@ def parser() -> argparse.ArgumentParser:
         epilog="Shell integration: `qfix init bash --install` (or zsh, fish) adds the hook to the shell's startup "
         "files, login shells included; `qfix init --uninstall` removes it. "
         "Inside tmux, qfix reads the last command's output from the pane (QFIX_TMUX_CAPTURE=0 turns that off). "
+        f"The warm process logs to {warm_client.log_path()}. Settings: QWEN_LSP_* in the environment, or the "
+        "user config file (docs/configuration.md). "
         + EXIT_CODES,
     )
     p.add_argument("--version", action="version", version=f"qfix {__version__}")
@@ -59,6 +61,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="a JSON report on stdout; without --yes it is a dry run")
     p.add_argument("--no-cache", action="store_true", help="think afresh: do not restore a plan cached for this "
                    "failure (plans are cached per server and model; the new plan replaces the old)")
+    p.add_argument("--traceback", action="store_true", help="on an internal error, print its traceback "
+                   "(also QFIX_TRACEBACK=1)")
     p.add_argument("--undo", action="store_true", help="restore the files of the last fix applied in this workspace")
     p.add_argument("--warm-status", action="store_true", help="show qfix's warm process (it has the engine loaded "
                    "so a fix starts at once; QFIX_WARM=0 turns it off)")
@@ -108,7 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     if opts.undo:
         return agent.undo_last_fix()
     dry_run = opts.dry_run or (opts.json and not opts.yes)
-    return agent.run(agent.Options(yes=opts.yes, dry_run=dry_run, json=opts.json, no_cache=opts.no_cache), ran, server, warm)
+    return agent.run(agent.Options(yes=opts.yes, dry_run=dry_run, json=opts.json, no_cache=opts.no_cache,
+                                          traceback=opts.traceback), ran, server, warm)
 
 
 def _run_first(command: list[str], echo_fd: int, warm_up: Callable[[], None]) -> tuple[list[str], Finished]:

@@ -219,3 +219,17 @@ def test_undo_history_is_bounded(tmp_path, monkeypatch):
     assert (tmp_path / "a.py").read_text() == "2"
     with pytest.raises(undo.UndoRefused):
         undo.undo_last(tmp_path)
+
+
+def test_help_and_warm_status_show_where_the_warm_process_logs(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    qfix = Path(sys.executable).with_name("qfix")
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "QFIX_STATE_DIR": str(tmp_path / "state"), "QFIX_WARM": "0",
+           "COLUMNS": "400"}
+    shown = subprocess.run([str(qfix), "--help"], env=env, capture_output=True, text=True, check=True).stdout
+    assert str(tmp_path / "state" / "warm.log") in " ".join(shown.split())
+    status = subprocess.run([str(qfix), "--warm-status"], env=env, capture_output=True, text=True, check=True).stdout
+    assert f"warm process log: {tmp_path / 'state' / 'warm.log'}" in status
