@@ -165,6 +165,10 @@ EDITOR_WORKSPACE = "the editor's workspace settings"
 CONFIG_FILE_ENV = "QWEN_LSP_CONFIG_FILE"
 
 
+class UnreadableSettings(ValueError):
+    """A settings file that is not TOML at all (strict loading; lenient loading drops it and says so)."""
+
+
 def user_config_file() -> Path:
     """The user's own settings file: $QWEN_LSP_CONFIG_FILE, else config.toml in the platform's user
     config folder (~/.config/qwen-lsp/config.toml on Linux). Keys as in [tool.qwen-lsp]."""
@@ -180,7 +184,7 @@ def _user_config(dropped: list[DroppedSetting] | None) -> tuple[str, dict[str, A
         return None
     except (OSError, ValueError) as exc:  # tomllib.TOMLDecodeError is a ValueError
         if dropped is None:
-            raise ValueError(f"{path}: {exc}") from exc
+            raise UnreadableSettings(f"{path}: {exc}") from exc
         dropped.append(DroppedSetting(str(path), "(the whole file)", f"unreadable ({exc})"))
         return None
     return str(path), _clean(table)

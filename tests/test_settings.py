@@ -140,6 +140,9 @@ def test_a_bad_user_config_file_is_reported_where_it_is(tmp_path, monkeypatch):
     _user_config(monkeypatch, tmp_path, "model = \n")
     with pytest.raises(ValueError, match="config.toml"):
         load_settings(None)
+    from qwen_lsp.cli import main
+
+    assert main(["doctor"]) == 2  # one line naming the file, no traceback
     settings, dropped = load_settings_lenient(None)
     assert dropped and "unreadable" in dropped[0].reason
 
