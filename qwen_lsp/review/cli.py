@@ -122,15 +122,17 @@ def exit_code(result: ReviewResult, fail_on: str, on_unavailable: str) -> int:
     return EXIT_FINDINGS if blocking(result, fail_on) else EXIT_OK
 
 
-def unavailable_warning(result: ReviewResult, on_unavailable: str) -> str:
-    verdict = (
-        "Blocking the commit (--on-unavailable block)."
-        if on_unavailable == "block"
-        else "Letting the commit through (--on-unavailable pass): this is NOT a passed review."
-    )
+def unavailable_warning(result: ReviewResult, on_unavailable: str, what: str = "the staged change") -> str:
+    """The loud banner of a review that did not happen. `what`: the staged change, or a range of commits,
+    which no commit waits on (a pre-push hook, CI): the verdict then speaks of the exit status."""
+    staged = what == "the staged change"
+    if on_unavailable == "block":
+        verdict = "Blocking the commit (--on-unavailable block)." if staged else "Failing (--on-unavailable block)."
+    else:
+        verdict = ("Letting the commit through" if staged else "Passing") + " (--on-unavailable pass): this is NOT a passed review."
     bar = "!" * 72
     return "\n".join(
-        [bar, f"{TOOL}: WARNING: the staged change was NOT reviewed.", f"{TOOL}: {one_line(result.error or '')}",
+        [bar, f"{TOOL}: WARNING: {what} was NOT reviewed.", f"{TOOL}: {one_line(result.error or '')}",
          f"{TOOL}: {verdict}", bar]
     )
 
@@ -187,7 +189,7 @@ def summary(result: ReviewResult, fail_on: str) -> str:
     if blockers:
         text += f" Commit blocked: {len(blockers)} finding(s) at or above '{fail_on}' (--fail-on {fail_on})."
     if result.cached:
-        text += " (cached review of this staged diff)"
+        text += " (cached review of this diff)"
     elif result.prompt_tokens:
         text += f" [tokens: prompt {result.prompt_tokens} (cached {result.cached_tokens}), completion {result.completion_tokens}]"
     return text
@@ -519,7 +521,7 @@ def main(argv: list[str] | None = None) -> int:
 
     write(report(result, reader, root, args), args.output, sys.stdout)
     if not result.reviewed:
-        print(unavailable_warning(result, args.on_unavailable), file=sys.stderr)
+        print(unavailable_warning(result, args.on_unavailable, what), file=sys.stderr)
     elif args.format != "text" or args.output is not None:
         print(summary(result, args.fail_on), file=sys.stderr)
     return exit_code(result, args.fail_on, args.on_unavailable)

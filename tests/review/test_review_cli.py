@@ -129,7 +129,7 @@ def test_rerun_after_aborted_commit_is_cached(calc_repo: GitRepo, review_env: VL
     assert run(calc_repo) == cli.EXIT_FINDINGS
     assert run(calc_repo) == cli.EXIT_FINDINGS
     assert len(review_env.chat_requests()) == 1
-    assert "(cached review of this staged diff)" in capsys.readouterr().out
+    assert "(cached review of this diff)" in capsys.readouterr().out
     calc_repo.stage("calc.py", (calc_repo.root / "calc.py").read_text().replace("values[1:]", "list(values)"))
     review_env.script(findings_reply())
     assert run(calc_repo) == cli.EXIT_OK  # a new staged diff: asked again
@@ -278,3 +278,15 @@ def test_the_hook_once_qwen_review_is_gone_lets_the_commit_through_and_says_how_
     assert commit.returncode == 0, commit.stderr
     assert "this commit was NOT reviewed" in commit.stderr and "qwen-review --install again" in commit.stderr
     assert "or remove this hook: rm " in commit.stderr and "hooks/pre-commit" in commit.stderr
+
+
+def test_a_range_review_with_the_server_down_speaks_of_the_range_not_of_a_commit(
+        calc_repo: GitRepo, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("QWEN_LSP_BASE_URL", closed_port_url())
+    monkeypatch.setenv("QWEN_LSP_CACHE_DIR", str(tmp_path / "cache"))
+    assert run(calc_repo, "--from", "HEAD~1") == cli.EXIT_OK
+    err = capsys.readouterr().err
+    assert "the change HEAD~1...HEAD was NOT reviewed" in err and "Passing (--on-unavailable pass)" in err
+    assert "staged" not in err and "commit" not in err
+    assert run(calc_repo, "--from", "HEAD~1", "--on-unavailable", "block") == cli.EXIT_UNAVAILABLE
+    assert "Failing (--on-unavailable block)" in capsys.readouterr().err
