@@ -55,6 +55,9 @@ class UI:
     def working(self) -> Iterator[Callable[[str], None]]:
         """A spinner with the engine's current phase and the elapsed time; yields the progress callback."""
         status = _Status()
+        if not self.console.is_terminal:  # a log or a pipe (`--json 2>log`): no spinner, no cursor codes
+            yield status.set_phase
+            return
         with Live(status, console=self.console, refresh_per_second=8, transient=True):
             yield status.set_phase
 

@@ -233,3 +233,26 @@ def test_help_and_warm_status_show_where_the_warm_process_logs(tmp_path):
     assert str(tmp_path / "state" / "warm.log") in " ".join(shown.split())
     status = subprocess.run([str(qfix), "--warm-status"], env=env, capture_output=True, text=True, check=True).stdout
     assert f"warm process log: {tmp_path / 'state' / 'warm.log'}" in status
+
+
+def test_the_spinner_writes_nothing_into_a_stderr_that_is_not_a_terminal(monkeypatch):
+    import io
+    import time
+
+    from rich.console import Console
+
+    from terminal_agent.ui import UI
+
+    ui = UI(to_stderr=True)
+    sink = io.StringIO()
+    ui.console = Console(file=sink, force_terminal=False, force_interactive=False)
+    with ui.working() as progress:
+        progress("planning")
+        time.sleep(0.3)
+    assert sink.getvalue() == ""
+    tty = io.StringIO()
+    ui.console = Console(file=tty, force_terminal=True, force_interactive=True)
+    with ui.working() as progress:
+        progress("planning")
+        time.sleep(0.3)
+    assert "planning" in tty.getvalue()  # on a terminal the spinner is there
