@@ -431,13 +431,44 @@ def failure_from_record(record: ShellRecord, opts: Options, ui: UI) -> Failure:
         if risk == Risk.destructive:
             ui.say(f"The output of `{record.command}` was not captured, and qfix will not re-run it: "
                    + "; ".join(dangers), "yellow")
-        elif opts.yes or (ui.interactive and _explain_rerun(ui) and ui.confirm(f"Re-run `{record.command}` to see its output? [y/N]")):
+        elif (gone := redirected_away(record.command)) == {1, 2}:
+            ui.say(f"`{record.command}` sends its output elsewhere, so running it again would not show it either: "
+                   "run it without the redirection, or `qfix -- COMMAND`", "yellow")
+        elif opts.yes or (ui.interactive and _explain_rerun(ui) and ui.confirm(
+                f"Re-run `{record.command}` to see its {'error ' if 1 in gone else ''}output? [y/N]")):
             finished = run_shell_command(record.command, cwd, record.shell, echo_fd=ui.fd)
             exit_code, output = finished.exit_code, finished.output
             if nothing_to_fix(exit_code):
                 ui.say(f"`{record.command}` {'passes now' if exit_code == 0 else 'was stopped'}: nothing to fix")
     return Failure(command=record.command, exit_code=exit_code, output=output, cwd=cwd,
                    workspace=find_workspace(cwd), shell=record.shell)
+
+
+def redirected_away(command: str) -> set[int]:
+    """Pure: which of stdout (1) and stderr (2) a simple command line sends away from the terminal
+    (`cmd >/dev/null`: {1}; `cmd &>log`, `cmd >/dev/null 2>&1`: {1, 2}); empty when unsure."""
+    import bashlex
+
+    try:
+        (tree,) = bashlex.parse(command)
+    except Exception:  # noqa: BLE001 - bashlex raises its own errors, and NotImplementedError
+        return set()
+    if tree.kind != "command":
+        return set()
+    away: set[int] = set()
+    for node in tree.parts:
+        if node.kind != "redirect" or node.type not in (">", ">>", "&>", ">&", ">|"):
+            continue
+        fd = node.input if isinstance(getattr(node, "input", None), int) else 1
+        target = node.output
+        if node.type == "&>":
+            away |= {1, 2}
+        elif isinstance(target, int):  # 2>&1: stderr goes where stdout goes now
+            if target in (1, 2) and target in away:
+                away.add(fd)
+        else:
+            away.add(fd)
+    return away
 
 
 def _explain_rerun(ui: UI) -> bool:

@@ -256,3 +256,36 @@ def test_the_spinner_writes_nothing_into_a_stderr_that_is_not_a_terminal(monkeyp
         progress("planning")
         time.sleep(0.3)
     assert "planning" in tty.getvalue()  # on a terminal the spinner is there
+
+
+def test_which_output_a_recorded_command_sends_away():
+    """`cmd >/dev/null`: re-running shows only its error output; `cmd &>/dev/null`: nothing, so qfix does not offer."""
+    from terminal_agent.agent import redirected_away
+
+    assert redirected_away("python3 s.py >/dev/null") == {1}
+    assert redirected_away("make &>/dev/null") == redirected_away("make >/dev/null 2>&1") == {1, 2}
+    assert redirected_away("make > log.txt 2>&1") == {1, 2}
+    assert redirected_away("make 2>&1 >/dev/null") == {1}  # stderr still on the terminal
+    assert redirected_away("make 2>/dev/null") == {2}
+    assert redirected_away("make") == redirected_away("a | b >/dev/null") == redirected_away("'unclosed") == set()
+
+
+def test_a_recorded_command_with_all_its_output_sent_away_is_not_rerun(monkeypatch, tmp_path):
+    from terminal_agent import agent
+    from terminal_agent.state import ShellRecord
+
+    said: list[str] = []
+
+    class Quiet:
+        interactive, fd = True, 1
+
+        def say(self, message, style=""):
+            said.append(message)
+
+        def confirm(self, question):
+            raise AssertionError("must not offer a re-run: " + question)
+
+    monkeypatch.setattr(agent, "tmux_output", lambda *_: None)
+    record = ShellRecord(shell="bash", pid=1, command="python3 s.py >/dev/null 2>&1", exit_code=1, cwd=str(tmp_path))
+    failure = agent.failure_from_record(record, agent.Options(), Quiet())
+    assert failure.output is None and "sends its output elsewhere" in said[-1]
