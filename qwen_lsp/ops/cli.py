@@ -20,7 +20,8 @@ from qwen_lsp.settings import load_settings
 def add_model_command(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("model-command", help="print the recommended `vllm serve` command for your GPUs "
                        "(or the serve-local route for small machines)")
-    p.add_argument("--gpu-memory-gib", type=float, required=True, help="memory of ONE GPU, in GiB (e.g. 80; 0: no GPU)")
+    p.add_argument("--gpu-memory-gib", type=float, help="memory of ONE GPU, in GiB (e.g. 80; 0: no GPU); "
+                   "default: what nvidia-smi reports")
     p.add_argument("--gpus", type=int, default=1, help="number of GPUs (default 1)")
     p.add_argument("--mtp", action="store_true", help="multi-token prediction (speculative decoding)")
     p.add_argument("--max-num-seqs", type=int, default=4, help="concurrent sequences to plan for (default 4)")
@@ -28,6 +29,16 @@ def add_model_command(sub: argparse._SubParsersAction) -> None:
 
 
 def _model_command(args: argparse.Namespace) -> int:
+    if args.gpu_memory_gib is None:
+        found = serving.nvidia_gpus()
+        if found is None:
+            print("# No NVIDIA GPU found here (nvidia-smi): give your GPU's memory to plan a vLLM server, e.g.\n"
+                  "#   qwen-lsp model-command --gpu-memory-gib 80 --gpus 2\n# Without a big GPU:")
+            print(serving.LLAMA_CPP_ROUTE)
+            return 0
+        memory_gib, count = found
+        print(f"# nvidia-smi: {count} GPU(s) of {memory_gib:g} GiB")
+        args.gpu_memory_gib, args.gpus = memory_gib, count if args.gpus == 1 else args.gpus
     try:
         plan = serving.plan_serving(args.gpu_memory_gib, args.gpus, mtp=args.mtp, max_num_seqs=args.max_num_seqs)
     except ValueError as exc:  # NotEnoughMemory, or no GPU at all (--gpu-memory-gib 0)

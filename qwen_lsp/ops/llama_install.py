@@ -148,7 +148,9 @@ def _build(python: str, flags: str, wheels: Path, status: Callable[[str], None],
     tmp.mkdir(parents=True)
     log = tmp / "build.log"
     if build_dir.is_dir():
-        say(f"  resuming the build left in {build_dir} (delete it to start from scratch)")
+        kept = sum(1 for _ in build_dir.rglob("*.o"))
+        say(f"  resuming the build left in {build_dir}: {kept} file(s) compiled before are kept, the progress "
+            "below counts what is left (delete that folder to start from scratch)")
     source = _unpacked_sdist(python, source_root, log)
     if source is None:
         say(f"could not download llama-cpp-python {VERSION}'s source; see {log}:\n{failure_summary(log.read_text(errors='replace'))}")

@@ -186,7 +186,7 @@ def test_a_failed_build_keeps_its_build_dir_and_the_next_try_resumes(tmp_path, m
     monkeypatch.setenv("CMAKE_BUILD_PARALLEL_LEVEL", "resume")  # now it gets through
     said.clear()
     assert llama_install.install(said.append, lambda _: None) == 0
-    assert any("resuming the build left in" in line for line in said)
+    assert any("resuming the build left in" in line and "3 file(s) compiled before are kept" in line for line in said)
 
 
 def test_the_failure_summary_is_the_lines_that_matter():
