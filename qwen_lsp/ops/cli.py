@@ -125,6 +125,9 @@ def _doctor(args: argparse.Namespace) -> int:
         print(doctor.to_json(checks))
     else:
         checks = _doctor_live(settings)
+        if any(c.name == "model and context" and c.detail.startswith("SmolLM2") for c in checks):
+            print("note: this server runs SmolLM2-135M, the smoke-test model of `serve-local --install`: the ✗ "
+                  "above are expected of it. Serve Qwen3.6-27B for real fixes (README: Serve a model).")
     return 0 if checks and all(c.ok for c in checks) else 1
 
 
