@@ -4,6 +4,7 @@
     qfix                fix the last command your shell recorded (see `qfix init`)
     qfix init SHELL     print the shell integration: eval "$(qfix init bash)"
     qfix init [SHELL] --install   put that line in the shell's startup files (login shells too)
+    qfix --ask "TEXT"   a request in plain words for this workspace (terminal_agent/ask.py)
     qfix --undo         put back the files of the last fix qfix applied here
     qfix --warm-status  the warm process (engine loaded, thinks for qfix); --warm-stop stops it
 
@@ -61,6 +62,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="a JSON report on stdout; without --yes it is a dry run")
     p.add_argument("--no-cache", action="store_true", help="think afresh: do not restore a plan cached for this "
                    "failure (plans are cached per server and model; the new plan replaces the old)")
+    p.add_argument("--ask", metavar="TEXT", help="a request in plain words for this workspace, as the editors' "
+                   "Ask Qwen (e.g. --ask \"make parse_date accept ISO weeks\"): the plan and diff, [a]pply or not; "
+                   "nothing is re-run")
     p.add_argument("--traceback", action="store_true", help="on an internal error, print its traceback "
                    "(also QFIX_TRACEBACK=1)")
     p.add_argument("--undo", action="store_true", help="restore the files of the last fix applied in this workspace")
@@ -81,6 +85,14 @@ def main(argv: list[str] | None = None) -> int:
         parser().error("--undo takes no command and no other option")  # exits 2
     if opts.yes and opts.dry_run:
         parser().error("--yes and --dry-run contradict each other")
+    if opts.ask is not None:
+        if command or opts.undo or opts.warm_status or opts.warm_stop or not opts.ask.strip():
+            parser().error("--ask takes a non-empty TEXT and no command, --undo or --warm-* option")
+        from terminal_agent import agent, ask
+
+        dry_run = opts.dry_run or (opts.json and not opts.yes)
+        return ask.run(opts.ask.strip(), agent.Options(yes=opts.yes, dry_run=dry_run, json=opts.json,
+                                                      no_cache=opts.no_cache, traceback=opts.traceback))
     if opts.warm_status or opts.warm_stop:
         if command or opts.undo or opts.yes or opts.dry_run or opts.json or (opts.warm_status and opts.warm_stop):
             parser().error("--warm-status and --warm-stop take no command and no other option")
