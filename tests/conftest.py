@@ -3,9 +3,12 @@ cache and state dirs every test runs with."""
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import signal
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,8 +29,21 @@ pytest_plugins = ["tests.lsp.fixtures"]
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
-# The user's own qwen-lsp cache, as this process's environment names it before any test changes it.
-USERS_CACHE = Path(user_cache_dir("qwen-lsp"))
+# Where a process the suite starts would cache if a test forgot to give it a cache dir of its own: not the
+# user's ~/.cache/qwen-lsp (`qwen-lsp stats` would count the suite's calls as theirs) but a folder of this
+# run. XDG_CACHE_HOME points at it, with everything else of the user's cache linked in (pip's cache, the
+# built llama.cpp and code-server live there). Only this run writes here, so what appears in its qwen-lsp
+# folder during a test was written by that test (the user's own folder is shared with every other process
+# of the machine, which would blame a test for another program's write).
+_USERS_XDG_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+SUITE_XDG_CACHE = Path(tempfile.mkdtemp(prefix="qwen-lsp-suite-xdg-cache-"))
+if _USERS_XDG_CACHE.is_dir():
+    for _entry in _USERS_XDG_CACHE.iterdir():
+        if _entry.name != "qwen-lsp":
+            (SUITE_XDG_CACHE / _entry.name).symlink_to(_entry)
+os.environ["XDG_CACHE_HOME"] = str(SUITE_XDG_CACHE)
+atexit.register(shutil.rmtree, SUITE_XDG_CACHE, True)  # unlinks the links, never what they point at
+USERS_CACHE = Path(user_cache_dir("qwen-lsp"))  # the suite's stand-in for the user's ~/.cache/qwen-lsp
 
 
 def _files_under(root: Path) -> dict[str, tuple[int, int]]:
@@ -46,14 +62,15 @@ def _files_under(root: Path) -> dict[str, tuple[int, int]]:
 
 @pytest.fixture(autouse=True)
 def _users_cache_untouched() -> Iterator[None]:
-    """The suite checks itself: a test (or a process it started) that wrote into the user's
-    ~/.cache/qwen-lsp fails, naming what it wrote (see own_user_dirs for where it should write)."""
+    """The suite checks itself: a test (or a process it started) that wrote where the user's
+    ~/.cache/qwen-lsp would be fails, naming what it wrote (see own_user_dirs for where it should write)."""
     before = _files_under(USERS_CACHE)
     yield
     after = _files_under(USERS_CACHE)
     written = sorted(path for path, stamp in after.items() if before.get(path) != stamp)
     if written:
-        pytest.fail(f"this test wrote into the user's cache {USERS_CACHE}: {', '.join(written[:10])}", pytrace=False)
+        pytest.fail(f"this test wrote where the user's ~/.cache/qwen-lsp would be ({USERS_CACHE}): "
+                    f"{', '.join(written[:10])}", pytrace=False)
 
 
 @pytest.fixture(autouse=True)
@@ -61,7 +78,7 @@ def own_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     """Every test gets its own qwen-lsp cache dir and qfix state dir, in os.environ so that every
     process it starts inherits them: the suite never writes into the user's ~/.cache/qwen-lsp
     (`qwen-lsp stats` would count its calls as theirs) or their qfix shell records and undo history.
-    XDG_CACHE_HOME stays: pip's cache and the built llama.cpp and code-server live under it."""
+    (XDG_CACHE_HOME is the run's own, set above, for what forgets these.)"""
     root = tmp_path_factory.mktemp("user-dirs")
     dirs = {"QWEN_LSP_CACHE_DIR": root / "cache", "QFIX_STATE_DIR": root / "state",
             # the user's own configuration file (qwen_lsp/settings.py) is theirs, not the suite's
