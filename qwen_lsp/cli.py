@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pydantic import ValidationError
 
 from qwen_lsp import __version__
-from qwen_lsp.settings import describe_invalid
+from qwen_lsp.settings import UnreadableSettings, describe_invalid
 
 TCP_HOST = "127.0.0.1"  # never listen beyond this machine: the server reads and edits the workspace
 
@@ -108,6 +108,9 @@ def main(argv: list[str] | None = None) -> int:
         return handler(args)
     except ValidationError as exc:  # doctor, stats: the user's settings, named in one line
         print(f"qwen-lsp: invalid settings: {describe_invalid(exc)}", file=sys.stderr)
+        return 2
+    except UnreadableSettings as exc:  # the user's config file is not TOML: where, and why
+        print(f"qwen-lsp: unreadable settings file {exc}", file=sys.stderr)
         return 2
 
 

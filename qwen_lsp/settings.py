@@ -1,5 +1,9 @@
-"""One settings model: defaults < [tool.qwen-lsp] in pyproject.toml < QWEN_LSP_* env < explicit overrides
-< the editor's workspace-level settings.
+"""One settings model: defaults < the user's config file < [tool.qwen-lsp] in pyproject.toml < QWEN_LSP_* env
+< explicit overrides < the editor's workspace-level settings.
+
+The user's config file (`~/.config/qwen-lsp/config.toml` on Linux, or $QWEN_LSP_CONFIG_FILE) is the
+one place for base_url, api_key and model across repositories: the user's own, so trusted like the
+environment; a repository's pyproject.toml may still tune the unprivileged settings for itself.
 
 Explicit overrides are what the editor sends (LSP initializationOptions,
 `workspace/configuration` section `qwen`) or what a CLI flag says. Settings stored in the
@@ -17,7 +21,9 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from platformdirs import user_cache_dir
+import tomllib
+
+from platformdirs import user_cache_dir, user_config_dir
 from pydantic import BaseModel, Field, ValidationError, field_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import (
@@ -161,13 +167,39 @@ ENV = "environment"
 PYPROJECT = "pyproject.toml"
 EDITOR = "editor settings"
 EDITOR_WORKSPACE = "the editor's workspace settings"
+CONFIG_FILE_ENV = "QWEN_LSP_CONFIG_FILE"
+
+
+class UnreadableSettings(ValueError):
+    """A settings file that is not TOML at all (strict loading; lenient loading drops it and says so)."""
+
+
+def user_config_file() -> Path:
+    """The user's own settings file: $QWEN_LSP_CONFIG_FILE, else config.toml in the platform's user
+    config folder (~/.config/qwen-lsp/config.toml on Linux). Keys as in [tool.qwen-lsp]."""
+    return Path(os.environ.get(CONFIG_FILE_ENV) or Path(user_config_dir("qwen-lsp")) / "config.toml")
+
+
+def _user_config(dropped: list[DroppedSetting] | None) -> tuple[str, dict[str, Any]] | None:
+    path = user_config_file()
+    try:
+        with path.open("rb") as f:
+            table = tomllib.load(f)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:  # tomllib.TOMLDecodeError is a ValueError
+        if dropped is None:
+            raise UnreadableSettings(f"{path}: {exc}") from exc
+        dropped.append(DroppedSetting(str(path), "(the whole file)", f"unreadable ({exc})"))
+        return None
+    return str(path), _clean(table)
 
 
 @dataclass(frozen=True)
 class DroppedSetting:
     """A value `load_settings_lenient` ignored: where it came from, its key, and why."""
 
-    source: str  # ENV, PYPROJECT, EDITOR or EDITOR_WORKSPACE
+    source: str  # ENV, PYPROJECT, EDITOR, EDITOR_WORKSPACE or the user's config file
     key: str  # dotted: "budgets.files"
     reason: str
 
@@ -218,12 +250,17 @@ def _layers(workspace: Path | None, overrides: dict[str, Any] | None,
     settings from a workspace-level origin, which the repository chose (see `repo_settings`)."""
     layers: list[tuple[str, dict[str, Any]]] = []
     user = _clean(overrides or {})
-    trusted = workspace is not None and workspace_trusted(workspace, user)
+    if (config := _user_config(dropped)) is not None:
+        layers.append(config)
+    listed = (config[1] if config else {}).get("trusted_workspaces")  # the user's file may trust repositories too
+    trusted = workspace is not None and (workspace_trusted(workspace, user) or
+                                         workspace_trusted(workspace, {"trusted_workspaces": listed or []}))
     pyproject = workspace / "pyproject.toml" if workspace else None
     if pyproject is not None and pyproject.is_file():
         try:
             table = PyprojectTomlConfigSettingsSource(_PyprojectSettings, pyproject)()
-            layers.append((PYPROJECT, repo_settings(table, pyproject, trusted=trusted)))
+            below = _deep_update(_defaults(), _merge(layers))  # no limit above what the user's own file set
+            layers.append((PYPROJECT, repo_settings(table, pyproject, trusted=trusted, baseline=below)))
         except (OSError, ValueError) as exc:  # tomllib.TOMLDecodeError is a ValueError
             if dropped is None:
                 raise

@@ -19,6 +19,7 @@ import asyncio
 import os
 import shlex
 import sys
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,6 +64,8 @@ class Options:
     yes: bool = False  # apply file changes and verify without asking
     dry_run: bool = False  # show the fix, change nothing
     json: bool = False  # machine-readable report on stdout
+    no_cache: bool = False  # think afresh: no plan restored from the disk cache
+    traceback: bool = False  # an internal error prints its traceback
 
 
 @dataclass
@@ -94,7 +97,8 @@ def fix(failure: Failure, opts: Options, ui: UI, report: QfixReport, warm: Sessi
     with ui.working() as progress:
         result = think_warm(failure, settings, progress, warm, ui) if warm else None
         if result is None:
-            result = asyncio.run(think(failure, settings, progress, kept=engines))  # Ctrl-C here cancels the requests
+            result = asyncio.run(think(failure, settings, progress, kept=engines,
+                                       reuse_plans=not opts.no_cache))  # Ctrl-C here cancels the requests
     report.add_result(result)
     if not result.changes and not result.suggestions:
         report.outcome = result.outcome
@@ -157,10 +161,13 @@ def fix(failure: Failure, opts: Options, ui: UI, report: QfixReport, warm: Sessi
 
 
 async def think(failure: Failure, settings: Settings, progress: Callable[[str], None],
-                engine: Engine | None = None, kept: list[Engine] | None = None) -> FixResult:
+                engine: Engine | None = None, kept: list[Engine] | None = None,
+                reuse_plans: bool = True) -> FixResult:
     """The engine's fix of `failure`. `engine`: one made for these `settings` ahead of the failure
-    (the warm process's child); closed here all the same. `kept`: gets the engine, for `refine`."""
+    (the warm process's child); closed here all the same. `kept`: gets the engine, for `refine`.
+    `reuse_plans=False`: no cached plan."""
     engine = engine or Engine(settings)
+    engine.reuse_plans = reuse_plans
     if kept is not None:
         kept.append(engine)
     try:
@@ -310,7 +317,7 @@ def hand_to_shell(command: str, ui: UI) -> None:
         ui.say("The command is on your command line: edit it if needed, Enter runs it.", "bold")
     else:
         ui.say(f"Run it yourself:  {command}", "bold")
-        ui.say('(with eval "$(qfix init bash)" in your shell rc, qfix puts it on your command line)', "dim")
+        ui.say("(with the shell hook, `qfix init bash --install`, qfix puts it on your command line)", "dim")
 
 
 def run(opts: Options, ran: tuple[list[str], Finished] | None = None, server: ServerCheck | None = None,
@@ -331,8 +338,9 @@ def run(opts: Options, ran: tuple[list[str], Finished] | None = None, server: Se
                 return 2
             record = record_of_line(on_line) if on_line else last_record()
             if record is None:
-                print('qfix: no command given and none recorded: run `qfix -- CMD`, or add eval "$(qfix init bash)" '
-                      "to your shell's rc file", file=sys.stderr)
+                from terminal_agent.shell_init import no_record_advice
+
+                print(no_record_advice(dict(os.environ), Path.home()), file=sys.stderr)
                 return 2
             if not nothing_to_fix(record.exit_code):  # ask the server before offering to re-run anything
                 server = ServerCheck(Path(record.cwd) if Path(record.cwd).is_dir() else Path.cwd(), announce=False)
@@ -378,7 +386,12 @@ def run(opts: Options, ran: tuple[list[str], Finished] | None = None, server: Se
     except Exception as exc:  # noqa: BLE001 - whatever failed, the user gets one line and --json its report
         kept = "the applied fix stays (`qfix --undo` reverts it)" if report and report.applied else "nothing was changed"
         error = " ".join(f"{type(exc).__name__}: {exc}".split())
-        print(f"qfix: internal error, {kept}: {error}", file=sys.stderr)
+        if opts.traceback or os.environ.get("QFIX_TRACEBACK") == "1":
+            traceback.print_exc()
+            print(f"qfix: internal error, {kept}: {error}", file=sys.stderr)
+        else:
+            print(f"qfix: internal error, {kept}: {error} (`qfix --traceback ...` or QFIX_TRACEBACK=1 shows where)",
+                  file=sys.stderr)
         if report is None:
             return 2
         report.error, report.outcome, report.exit_status = error, "error", 2
@@ -453,13 +466,44 @@ def failure_from_record(record: ShellRecord, opts: Options, ui: UI) -> Failure:
         if risk == Risk.destructive:
             ui.say(f"The output of `{record.command}` was not captured, and qfix will not re-run it: "
                    + "; ".join(dangers), "yellow")
-        elif opts.yes or (ui.interactive and _explain_rerun(ui) and ui.confirm(f"Re-run `{record.command}` to see its output? [y/N]")):
+        elif (gone := redirected_away(record.command)) == {1, 2}:
+            ui.say(f"`{record.command}` sends its output elsewhere, so running it again would not show it either: "
+                   "run it without the redirection, or `qfix -- COMMAND`", "yellow")
+        elif opts.yes or (ui.interactive and _explain_rerun(ui) and ui.confirm(
+                f"Re-run `{record.command}` to see its {'error ' if 1 in gone else ''}output? [y/N]")):
             finished = run_shell_command(record.command, cwd, record.shell, echo_fd=ui.fd)
             exit_code, output = finished.exit_code, finished.output
             if nothing_to_fix(exit_code):
                 ui.say(f"`{record.command}` {'passes now' if exit_code == 0 else 'was stopped'}: nothing to fix")
     return Failure(command=record.command, exit_code=exit_code, output=output, cwd=cwd,
                    workspace=find_workspace(cwd), shell=record.shell)
+
+
+def redirected_away(command: str) -> set[int]:
+    """Pure: which of stdout (1) and stderr (2) a simple command line sends away from the terminal
+    (`cmd >/dev/null`: {1}; `cmd &>log`, `cmd >/dev/null 2>&1`: {1, 2}); empty when unsure."""
+    import bashlex
+
+    try:
+        (tree,) = bashlex.parse(command)
+    except Exception:  # noqa: BLE001 - bashlex raises its own errors, and NotImplementedError
+        return set()
+    if tree.kind != "command":
+        return set()
+    away: set[int] = set()
+    for node in tree.parts:
+        if node.kind != "redirect" or node.type not in (">", ">>", "&>", ">&", ">|"):
+            continue
+        fd = node.input if isinstance(getattr(node, "input", None), int) else 1
+        target = node.output
+        if node.type == "&>":
+            away |= {1, 2}
+        elif isinstance(target, int):  # 2>&1: stderr goes where stdout goes now
+            if target in (1, 2) and target in away:
+                away.add(fd)
+        else:
+            away.add(fd)
+    return away
 
 
 def _explain_rerun(ui: UI) -> bool:

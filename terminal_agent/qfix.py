@@ -3,6 +3,8 @@
     qfix -- CMD ARGS…   run CMD in a pseudo-terminal; if it fails, propose a fix
     qfix                fix the last command your shell recorded (see `qfix init`)
     qfix init SHELL     print the shell integration: eval "$(qfix init bash)"
+    qfix init [SHELL] --install   put that line in the shell's startup files (login shells too)
+    qfix --ask "TEXT"   a request in plain words for this workspace (terminal_agent/ask.py)
     qfix --undo         put back the files of the last fix qfix applied here
     qfix --comments [PATH]  do the instruction comments (`# qwen: …`) of the files under PATH (terminal_agent/comments.py)
     qfix --warm-status  the warm process (engine loaded, thinks for qfix); --warm-stop stops it
@@ -46,8 +48,11 @@ def parser() -> argparse.ArgumentParser:
         prog="qfix",
         description="Fix the command that just failed, with Qwen on your local vLLM. "
         "Nothing is written or run without your consent.",
-        epilog='Shell integration: eval "$(qfix init bash)" (or zsh), or `qfix init fish | source`. '
+        epilog="Shell integration: `qfix init bash --install` (or zsh, fish) adds the hook to the shell's startup "
+        "files, login shells included; `qfix init --uninstall` removes it. "
         "Inside tmux, qfix reads the last command's output from the pane (QFIX_TMUX_CAPTURE=0 turns that off). "
+        f"The warm process logs to {warm_client.log_path()}. Settings: QWEN_LSP_* in the environment, or the "
+        "user config file (docs/configuration.md). "
         + EXIT_CODES,
     )
     p.add_argument("--version", action="version", version=f"qfix {__version__}")
@@ -59,6 +64,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--comments", nargs="?", const=".", metavar="PATH",
                    help="do the instruction comments (`# qwen: make this async`; markers: the comment_markers "
                    "setting) of PATH (a file, or the files git sees under a folder; default: here), one file at a time")
+    p.add_argument("--no-cache", action="store_true", help="think afresh: do not restore a plan cached for this "
+                   "failure (plans are cached per server and model; the new plan replaces the old)")
+    p.add_argument("--ask", metavar="TEXT", help="a request in plain words for this workspace, as the editors' "
+                   "Ask Qwen (e.g. --ask \"make parse_date accept ISO weeks\"): the plan and diff, [a]pply or not; "
+                   "nothing is re-run")
+    p.add_argument("--traceback", action="store_true", help="on an internal error, print its traceback "
+                   "(also QFIX_TRACEBACK=1)")
     p.add_argument("--undo", action="store_true", help="restore the files of the last fix applied in this workspace")
     p.add_argument("--warm-status", action="store_true", help="show qfix's warm process (it has the engine loaded "
                    "so a fix starts at once; QFIX_WARM=0 turns it off)")
@@ -73,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         return _init(args[1:])
     opts = parser().parse_args(args)
     command = opts.command[1:] if opts.command[:1] == ["--"] else opts.command
-    if opts.undo and (command or opts.yes or opts.dry_run or opts.json):
+    if opts.undo and (command or opts.yes or opts.dry_run or opts.json or opts.no_cache):
         parser().error("--undo takes no command and no other option")  # exits 2
     if opts.yes and opts.dry_run:
         parser().error("--yes and --dry-run contradict each other")
@@ -84,12 +96,21 @@ def main(argv: list[str] | None = None) -> int:
 
         dry_run = opts.dry_run or (opts.json and not opts.yes)
         return comments.run(opts.comments, agent.Options(yes=opts.yes, dry_run=dry_run, json=opts.json))
+    if opts.ask is not None:
+        if command or opts.undo or opts.warm_status or opts.warm_stop or not opts.ask.strip():
+            parser().error("--ask takes a non-empty TEXT and no command, --undo or --warm-* option")
+        from terminal_agent import agent, ask
+
+        dry_run = opts.dry_run or (opts.json and not opts.yes)
+        return ask.run(opts.ask.strip(), agent.Options(yes=opts.yes, dry_run=dry_run, json=opts.json,
+                                                      no_cache=opts.no_cache, traceback=opts.traceback))
     if opts.warm_status or opts.warm_stop:
         if command or opts.undo or opts.yes or opts.dry_run or opts.json or (opts.warm_status and opts.warm_stop):
             parser().error("--warm-status and --warm-stop take no command and no other option")
         return warm_client.status_command(stop=opts.warm_stop)
     # The warm process (if one runs for this code) gets ready for a failure here while the command runs.
-    warm = warm_client.open_session(Path.cwd()) if not opts.undo else None
+    # (--no-cache thinks here: the warm process restores cached plans)
+    warm = warm_client.open_session(Path.cwd()) if not (opts.undo or opts.no_cache) else None
     # The model server is asked while the command runs: a server that is down is said at once.
     server = ServerCheck(Path.cwd(), announce=True) if command and not opts.undo else None
     # With a warm process the engine is only shown here, never run: importing it is all this process needs.
@@ -114,7 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     if opts.undo:
         return agent.undo_last_fix()
     dry_run = opts.dry_run or (opts.json and not opts.yes)
-    return agent.run(agent.Options(yes=opts.yes, dry_run=dry_run, json=opts.json), ran, server, warm)
+    return agent.run(agent.Options(yes=opts.yes, dry_run=dry_run, json=opts.json, no_cache=opts.no_cache,
+                                          traceback=opts.traceback), ran, server, warm)
 
 
 def _run_first(command: list[str], echo_fd: int, warm_up: Callable[[], None]) -> tuple[list[str], Finished]:
@@ -153,10 +175,23 @@ def _import_engine() -> None:
 
 
 def _init(args: list[str]) -> int:
-    from terminal_agent.shell_init import SHELLS, init_script, prune_dead_sessions
+    from terminal_agent.shell_init import SHELLS, init_script, install, prune_dead_sessions, uninstall
 
+    usage = f"usage: qfix init {{{','.join(SHELLS)}}}  |  qfix init [SHELL] --install  |  qfix init --uninstall"
+    if args == ["--uninstall"]:
+        done = uninstall(Path.home())
+        print("\n".join(done) if done else "qfix: no hook of qfix init --install found")
+        return 0
+    if args[-1:] == ["--install"]:
+        shell = args[0] if len(args) == 2 else os.path.basename(os.environ.get("SHELL", ""))
+        if len(args) > 2 or shell not in SHELLS:
+            print(f"qfix: name the shell: qfix init {{{','.join(SHELLS)}}} --install", file=sys.stderr)
+            return USAGE_ERROR
+        print("\n".join(install(shell, Path.home())))
+        print("qfix: the hook loads in shells started from now on (open a new one, or a new tmux window)")
+        return 0
     if len(args) != 1 or args[0] not in SHELLS:
-        print(f"usage: qfix init {{{','.join(SHELLS)}}}", file=sys.stderr)
+        print(usage, file=sys.stderr)
         return USAGE_ERROR
     prune_dead_sessions()
     try:

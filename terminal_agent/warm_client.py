@@ -362,6 +362,8 @@ def status_command(stop: bool) -> int:
               f"(qfix thinks in-process; remove {broken} to try again)")
     elif not answered:
         print("warm process: none running" + ("" if stop or not enabled() else " (the next qfix starts one)"))
+    if not stop:
+        print(f"warm process log: {log_path()}")
     return 0
 
 

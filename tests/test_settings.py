@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from qwen_lsp.settings import DroppedSetting, load_settings, load_settings_lenient
+from qwen_lsp.settings import DroppedSetting, Settings, load_settings, load_settings_lenient
 
 
 def test_settings_precedence_defaults_pyproject_env_overrides(tmp_path, monkeypatch):
@@ -88,3 +88,66 @@ def test_editor_settings_from_the_workspace_are_repository_settings(tmp_path, mo
     assert "ignoring base_url, server_command, trusted_workspaces from the editor's workspace settings" in caplog.text
     trusted, _ = load_settings_lenient(tmp_path, {**user, "trustedWorkspaces": [str(tmp_path)]}, workspace)
     assert trusted.base_url == "http://attacker.example/v1"  # only the user's own settings can trust it
+
+
+# -- the user's own config file -----------------------------------------------------------------------
+
+def _user_config(monkeypatch, tmp_path, text: str) -> None:
+    path = tmp_path / "user" / "config.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    monkeypatch.setenv("QWEN_LSP_CONFIG_FILE", str(path))
+    for name in ("QWEN_LSP_BASE_URL", "QWEN_LSP_MODEL", "QWEN_LSP_API_KEY", "QWEN_LSP_MAX_ROUNDS"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_the_user_config_file_is_one_place_for_server_key_and_model_and_is_trusted(tmp_path, monkeypatch):
+    _user_config(monkeypatch, tmp_path, 'base_url = "http://gpu-box:8000/v1"\napi_key = "sk-mine"\n'
+                 'model = "Qwen/Qwen3.6-27B-FP8"\nmax_rounds = 4\n')
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "pyproject.toml").write_text('[tool.qwen-lsp]\nbase_url = "http://evil/v1"\nmax_rounds = 3\n')
+    s = load_settings(repo)
+    assert (s.base_url, s.api_key, s.model) == ("http://gpu-box:8000/v1", "sk-mine", "Qwen/Qwen3.6-27B-FP8")
+    assert s.max_rounds == 3  # a repository may still tune what is not privileged, and lower a limit
+    monkeypatch.setenv("QWEN_LSP_BASE_URL", "http://env/v1")
+    assert load_settings(repo).base_url == "http://env/v1"  # the environment beats the file
+    assert load_settings(repo, {"baseUrl": "http://editor/v1"}).base_url == "http://editor/v1"
+
+
+def test_a_repository_may_not_raise_a_limit_the_user_config_file_lowered(tmp_path, monkeypatch):
+    _user_config(monkeypatch, tmp_path, "max_rounds = 2\n")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "pyproject.toml").write_text("[tool.qwen-lsp]\nmax_rounds = 5\n")
+    assert load_settings(repo).max_rounds == 2
+
+
+def test_the_user_config_file_may_trust_a_repository(tmp_path, monkeypatch):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "pyproject.toml").write_text('[tool.qwen-lsp]\nbase_url = "http://team-router/v1"\n')
+    _user_config(monkeypatch, tmp_path, f'trusted_workspaces = ["{tmp_path}"]\n')
+    monkeypatch.delenv("QWEN_LSP_TRUSTED_WORKSPACES", raising=False)
+    assert load_settings(repo).base_url == "http://team-router/v1"
+
+
+def test_a_bad_user_config_file_is_reported_where_it_is(tmp_path, monkeypatch):
+    _user_config(monkeypatch, tmp_path, 'max_rounds = "many"\nmodel = "m"\n')
+    settings, dropped = load_settings_lenient(None)
+    assert settings.model == "m" and settings.max_rounds == Settings.model_fields["max_rounds"].default
+    assert [d.key for d in dropped] == ["max_rounds"] and dropped[0].source.endswith("config.toml")
+    _user_config(monkeypatch, tmp_path, "model = \n")
+    with pytest.raises(ValueError, match="config.toml"):
+        load_settings(None)
+    from qwen_lsp.cli import main
+
+    assert main(["doctor"]) == 2  # one line naming the file, no traceback
+    settings, dropped = load_settings_lenient(None)
+    assert dropped and "unreadable" in dropped[0].reason
+
+
+def test_the_suite_never_reads_the_users_own_config_file(own_user_dirs):
+    from qwen_lsp.settings import user_config_file
+
+    assert user_config_file() == own_user_dirs["QWEN_LSP_CONFIG_FILE"] and not user_config_file().exists()

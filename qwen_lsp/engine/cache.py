@@ -1,8 +1,9 @@
 """Disk cache of reasoning state: the same problem asked again (editor, qfix or
 review hook) restores the plan and skips the thinking call.
 
-The key is a fingerprint of the task (normalized error text) and of the files
-involved (their content hashes), so a changed file invalidates the entry. Paths
+The key is a fingerprint of the task (normalized error text), of the files
+involved (their content hashes), so a changed file invalidates the entry, and of
+the server and model that thought the plan. Paths
 under the workspace root are made relative first, so the same failure in a
 second clone, a worktree or a CI checkout of the same code shares the plan.
 diskcache gives size bounds, persistence and multi-process safety (SQLite).
@@ -69,10 +70,14 @@ def _root_spellings(root: Path) -> list[str]:
     return sorted((s for s in spellings if s), key=len, reverse=True)
 
 
-def task_fingerprint(task: Task, file_hashes: dict[str, str], root: Path | None = None) -> str:
+def task_fingerprint(task: Task, file_hashes: dict[str, str], root: Path | None = None,
+                     server: tuple[str, str] | None = None) -> str:
     """The cache key of `task`. Pass the workspace `root` so that absolute paths in the
-    error text and command do not tie the key to one checkout's location."""
+    error text and command do not tie the key to one checkout's location, and the `server`
+    (base URL, model id) the plan comes from: a plan thought by one model is never replayed
+    to another (a small local model's plan to the real one, a test double's to a server)."""
     payload = {
+        "server": [server[0].rstrip("/"), server[1]] if server else None,
         "kind": task.kind.value,
         "description": normalize_output(task.description, root),
         "path": task.path,

@@ -74,6 +74,7 @@ class Engine:
         self.live_index = live_index  # the language server's in-memory index of this engine's workspace
         self.tools_supported = True  # flips off once the server refuses tool calling
         self.warned_no_cache_hit = False  # the prefix-cache warning is said once per process
+        self.reuse_plans = True  # False (qfix --no-cache): think afresh; the new plan is still stored
         self.prompts = PromptCache()
         self.finished: dict[str, _Run] = {}  # fix_id -> the run, for refine; the last KEPT_RUNS
 
@@ -196,7 +197,8 @@ class _Run:
     async def execute(self) -> FixResult:
         built = await self.engine.prompt(self.task, self.overlay.root, self.overlay.read, self.stamp)
         named = {self.task.path} | {f.resolved for f in built.frames if f.resolved}
-        key = task_fingerprint(self.task, self._seen_hashes(p for p in named if p), self.overlay.root)
+        server = (self.settings.base_url, (await self.engine.client.info()).model)  # asked by the prompt already
+        key = task_fingerprint(self.task, self._seen_hashes(p for p in named if p), self.overlay.root, server)
         self.messages = list(built.messages)
         if self.task.kind == TaskKind.explain:
             return await self._explain()
@@ -205,7 +207,7 @@ class _Run:
             return self._result(validation, summary, self._stopped_outcome(), summary_by=summary_by)
 
         self.messages.append({"role": "user", "content": PLAN_REQUEST})
-        cached = self.engine.cache.get_state(key)
+        cached = self.engine.cache.get_state(key) if self.engine.reuse_plans else None
         if cached is not None and self._seen_hashes(cached.file_hashes) == cached.file_hashes:
             state = cached
             self.accounting.plan_from_cache = True

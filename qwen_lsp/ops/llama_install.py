@@ -9,6 +9,13 @@ built by either is used by both (`build_key` is the script's key).
 
 Building llama.cpp takes about 12 CPU-minutes, once: some 6 minutes on two idle cores, longer on
 a busy machine. A user's CMAKE_ARGS (e.g. -DGGML_CUDA=on) are added to the flags.
+
+A build that fails resumes where it stopped: the sdist is unpacked once into a folder of the cache
+and CMake builds in another (scikit-build-core's `build-dir`), so the next try recompiles only what
+is missing. A compiler killed for lack of memory is said in one line with its cure (fewer parallel
+jobs), and the build is tried once more that way, resuming.
+
+Stdlib only: scripts/llama-portable runs this file before qwen-lsp itself is installed.
 """
 
 from __future__ import annotations
@@ -20,11 +27,12 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-VERSION = "0.3.36"  # scripts/llama-portable's LLAMA_CPP_VERSION default
+VERSION = os.environ.get("LLAMA_CPP_VERSION") or "0.3.36"  # as scripts/llama-portable: VERSION=${LLAMA_CPP_VERSION:-0.3.36}
 BASE_FLAGS = "-DGGML_NATIVE=OFF -DGGML_AVX512=OFF"
 NO_AVX2_FLAGS = " -DGGML_AVX2=OFF -DGGML_FMA=OFF -DGGML_BMI2=OFF"
 CPU_MINUTES = 12  # the build's CPU time (measured on x86-64, 2 cores), for the estimate
@@ -61,9 +69,40 @@ def progress_line(line: str) -> str | None:
     return f"{percent}% {Path(what).name}".strip()
 
 
+# What compilers and the kernel's OOM killer leave in a build log when a compiler ran out of memory.
+_OUT_OF_MEMORY = re.compile(r"Killed signal terminated program|internal compiler error: Killed|"
+                            r"virtual memory exhausted|cannot allocate memory|out of memory allocating", re.I)
+_ERROR_LINE = re.compile(r"\berror\b|Killed|FAILED:", re.I)
+
+
+def out_of_memory(log: str) -> bool:
+    """Pure: whether a build log shows a compiler killed for lack of memory."""
+    return bool(_OUT_OF_MEMORY.search(log))
+
+
+def failure_summary(log: str, limit: int = 8) -> str:
+    """Pure: the few lines of a long build log that say what failed (not 4,000 characters of it)."""
+    lines = [line.strip() for line in log.splitlines() if _ERROR_LINE.search(line)]
+    unique = list(dict.fromkeys(lines))[-limit:]
+    return "\n".join(f"  {line[:300]}" for line in unique) or "\n".join(f"  {line[:300]}" for line in log.splitlines()[-limit:])
+
+
+def fewer_jobs(environ: dict[str, str] | os._Environ[str], cpus: int) -> int | None:
+    """Pure: the parallel jobs to retry with after running out of memory (None: already one)."""
+    current = environ.get("CMAKE_BUILD_PARALLEL_LEVEL", "")
+    jobs = int(current) if current.isdigit() else cpus + 2  # ninja's default
+    return None if jobs <= 1 else max(1, jobs // 2) if jobs > 2 else 1
+
+
 def wheel_dir(key: str) -> Path:
     cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(cache) / "qwen-lsp-build" / f"llama-{key}"
+
+
+def build_dirs(key: str) -> tuple[Path, Path]:
+    """The unpacked sdist and CMake's build folder, kept across tries so that a retry resumes."""
+    wheels = wheel_dir(key)
+    return wheels.with_name(wheels.name + ".src"), wheels.with_name(wheels.name + ".build")
 
 
 def install(say: Callable[[str], None], status: Callable[[str], None]) -> int:
@@ -103,27 +142,93 @@ def install(say: Callable[[str], None], status: Callable[[str], None]) -> int:
 
 
 def _build(python: str, flags: str, wheels: Path, status: Callable[[str], None], say: Callable[[str], None]) -> int:
+    source_root, build_dir = wheels.with_name(wheels.name + ".src"), wheels.with_name(wheels.name + ".build")
     tmp = wheels.with_name(wheels.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     log = tmp / "build.log"
+    if build_dir.is_dir():
+        kept = sum(1 for _ in build_dir.rglob("*.o"))
+        say(f"  resuming the build left in {build_dir}: {kept} file(s) compiled before are kept, the progress "
+            "below counts what is left (delete that folder to start from scratch)")
+    source = _unpacked_sdist(python, source_root, log)
+    if source is None:
+        say(f"could not download llama-cpp-python {VERSION}'s source; see {log}:\n{failure_summary(log.read_text(errors='replace'))}")
+        return 1
     started = time.monotonic()
-    command = [python, "-m", "pip", "wheel", "-v", "--no-deps", "--no-cache-dir", "-w", str(tmp), f"llama-cpp-python=={VERSION}"]
+    env = {**os.environ, "CMAKE_ARGS": flags}
+    while True:
+        code = _compile(python, source, build_dir, tmp, log, env, status, started)
+        if code == 0:
+            break
+        text = log.read_text(errors="replace")
+        if not out_of_memory(text):
+            say(f"the build failed (exit {code}):\n{failure_summary(text)}\nthe whole log: {log}; "
+                "`qwen-lsp serve-local --install` again resumes where it stopped")
+            return 1
+        jobs = fewer_jobs(env, os.cpu_count() or 1)
+        if jobs is None:
+            say("the build ran out of memory (the compiler was killed) even with one job at a time: free some "
+                f"memory (close programs, add swap) and run `qwen-lsp serve-local --install` again; it resumes "
+                f"where it stopped. The log: {log}")
+            return 1
+        killed = next((line.strip() for line in text.splitlines() if _OUT_OF_MEMORY.search(line)), "")[:200]
+        say(f"the build ran out of memory ({killed}): "
+            f"retrying with {jobs} parallel job(s), resuming where it stopped. To choose yourself: "
+            f"CMAKE_BUILD_PARALLEL_LEVEL={jobs} qwen-lsp serve-local --install")
+        env["CMAKE_BUILD_PARALLEL_LEVEL"] = str(jobs)
+    say(f"built in {(time.monotonic() - started) / 60:.1f} minutes")
+    shutil.rmtree(wheels, ignore_errors=True)
+    tmp.rename(wheels)
+    shutil.rmtree(build_dir, ignore_errors=True)  # the wheel is what is kept
+    shutil.rmtree(source_root, ignore_errors=True)
+    return 0
+
+
+def _unpacked_sdist(python: str, root: Path, log: Path) -> Path | None:
+    """llama-cpp-python's source, downloaded and unpacked once into `root` (a fixed path: CMake's cache
+    names its source folder, so a resumed build needs the same one)."""
+    unpacked = root / f"llama_cpp_python-{VERSION}"
+    if (unpacked / "pyproject.toml").is_file():
+        return unpacked
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True)
+    with log.open("a", encoding="utf-8", errors="replace") as out:
+        done = subprocess.run([python, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+                               "-d", str(root), f"llama-cpp-python=={VERSION}"], stdout=out, stderr=subprocess.STDOUT)
+    archives = list(root.glob("llama_cpp_python-*.tar.gz"))
+    if done.returncode != 0 or not archives:
+        return None
+    with tarfile.open(archives[0]) as tar:
+        tar.extractall(root, filter="data")
+    return unpacked if (unpacked / "pyproject.toml").is_file() else None
+
+
+def _compile(python: str, source: Path, build_dir: Path, out_dir: Path, log: Path, env: dict[str, str],
+             status: Callable[[str], None], started: float) -> int:
+    command = [python, "-m", "pip", "wheel", "-v", "--no-deps", "--no-cache-dir", "-w", str(out_dir),
+               f"--config-settings=build-dir={build_dir}", str(source)]
     with log.open("w", encoding="utf-8", errors="replace") as out:
-        proc = subprocess.Popen(command, env={**os.environ, "CMAKE_ARGS": flags}, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True, errors="replace")
+        proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                errors="replace")
         step = "preparing the build"
         for line in proc.stdout or []:
             out.write(line)
             step = progress_line(line) or step
             minutes, seconds = divmod(int(time.monotonic() - started), 60)
             status(f"building llama.cpp: {minutes}:{seconds:02d} elapsed, {step}")
-        code = proc.wait()
-    if code != 0:
-        tail = log.read_text(errors="replace")[-4000:]
-        say(f"the build failed (exit {code}); the end of its log ({log}):\n{tail}")
-        return 1
-    say(f"built in {(time.monotonic() - started) / 60:.1f} minutes")
-    shutil.rmtree(wheels, ignore_errors=True)
-    tmp.rename(wheels)
-    return 0
+        return proc.wait()
+
+
+if __name__ == "__main__":  # scripts/llama-portable: the same build, before qwen-lsp is installed
+    def _status(line: str) -> None:
+        if sys.stderr.isatty():
+            sys.stderr.write(f"\r\x1b[K{line}")
+            sys.stderr.flush()
+
+    def _say(line: str) -> None:
+        if sys.stderr.isatty():
+            sys.stderr.write("\r\x1b[K")
+        print(line, file=sys.stderr)
+
+    sys.exit(install(_say, _status))

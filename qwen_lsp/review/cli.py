@@ -123,15 +123,17 @@ def exit_code(result: ReviewResult, fail_on: str, on_unavailable: str) -> int:
     return EXIT_FINDINGS if blocking(result, fail_on) else EXIT_OK
 
 
-def unavailable_warning(result: ReviewResult, on_unavailable: str) -> str:
-    verdict = (
-        "Blocking the commit (--on-unavailable block)."
-        if on_unavailable == "block"
-        else "Letting the commit through (--on-unavailable pass): this is NOT a passed review."
-    )
+def unavailable_warning(result: ReviewResult, on_unavailable: str, what: str = "the staged change") -> str:
+    """The loud banner of a review that did not happen. `what`: the staged change, or a range of commits,
+    which no commit waits on (a pre-push hook, CI): the verdict then speaks of the exit status."""
+    staged = what == "the staged change"
+    if on_unavailable == "block":
+        verdict = "Blocking the commit (--on-unavailable block)." if staged else "Failing (--on-unavailable block)."
+    else:
+        verdict = ("Letting the commit through" if staged else "Passing") + " (--on-unavailable pass): this is NOT a passed review."
     bar = "!" * 72
     return "\n".join(
-        [bar, f"{TOOL}: WARNING: the staged change was NOT reviewed.", f"{TOOL}: {one_line(result.error or '')}",
+        [bar, f"{TOOL}: WARNING: {what} was NOT reviewed.", f"{TOOL}: {one_line(result.error or '')}",
          f"{TOOL}: {verdict}", bar]
     )
 
@@ -190,7 +192,7 @@ def summary(result: ReviewResult, fail_on: str) -> str:
     if held := held_back(result):
         text += f" Held back: {held}."
     if result.cached:
-        text += " (cached review of this staged diff)"
+        text += " (cached review of this diff)"
     elif result.prompt_tokens:
         text += f" [tokens: prompt {result.prompt_tokens} (cached {result.cached_tokens}), completion {result.completion_tokens}]"
     return text
@@ -341,14 +343,65 @@ def install_hook(root: Path, args: list[str], *, force: bool = False) -> Path:
         "# Skip it once with `git commit --no-verify`.\n"
         f"PYTHON={python}\n"
         'if [ ! -x "$PYTHON" ]; then\n'
-        f'    echo "{TOOL}: WARNING: $PYTHON is gone: the staged change was NOT reviewed (run {TOOL} --install again)" >&2\n'
+        f'    echo "{TOOL}: $PYTHON is gone (qwen-lsp uninstalled or moved?): this commit was NOT reviewed. '
+        f'Reinstall qwen-lsp and run {TOOL} --install again, or remove this hook: rm $0" >&2\n'
         "    exit 0\n"
         "fi\n"
         f'exec "$PYTHON" {command} "$@"\n',
         encoding="utf-8",
     )
     hook.chmod(0o755)
+    _remember(hook)
     return hook
+
+
+def _hooks_list() -> Path:
+    """The hooks --install wrote, one path a line, so that `--uninstall --all` finds them again (in the
+    per-user state folder qfix uses too: QFIX_STATE_DIR, else the platform's)."""
+    from platformdirs import user_state_dir
+
+    return Path(os.environ.get("QFIX_STATE_DIR") or user_state_dir("qwen-lsp")) / "review-hooks"
+
+
+def _remembered() -> list[Path]:
+    try:
+        return [Path(line) for line in _hooks_list().read_text(encoding="utf-8").splitlines() if line]
+    except OSError:
+        return []
+
+
+def _remember(hook: Path, forget: bool = False) -> None:
+    hooks = [h for h in _remembered() if h != hook] + ([] if forget else [hook])
+    try:
+        _hooks_list().parent.mkdir(parents=True, exist_ok=True)
+        _hooks_list().write_text("".join(f"{h}\n" for h in hooks), encoding="utf-8")
+    except OSError:  # the list only helps --uninstall --all; the hook itself is written
+        pass
+
+
+def uninstall_hooks(root: Path | None) -> list[str]:
+    """Remove the pre-commit hook --install wrote in `root` (None: every one it wrote); a hook someone
+    else wrote, or changed so that it lost our marker, is left alone and named."""
+    if root is not None:
+        hooks = Path(git(root, "rev-parse", "--git-path", "hooks").strip())
+        candidates = [(hooks if hooks.is_absolute() else root / hooks) / "pre-commit"]
+    else:
+        candidates = _remembered()
+    said = []
+    for hook in candidates:
+        try:
+            text = hook.read_text(errors="replace")
+        except OSError:
+            said.append(f"{hook}: not there")
+            _remember(hook, forget=True)
+            continue
+        if HOOK_MARKER not in text:
+            said.append(f"{hook}: not written by {TOOL}, left alone")
+            continue
+        hook.unlink()
+        _remember(hook, forget=True)
+        said.append(f"{hook}: removed")
+    return said
 
 
 # -- command line ------------------------------------------------------------------------------
@@ -385,6 +438,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("-C", dest="directory", type=Path, default=Path.cwd(), help="run as if started in this directory")
     parser.add_argument("--install", action="store_true", help="write .git/hooks/pre-commit running this review")
     parser.add_argument("--force", action="store_true", help="with --install: replace an existing hook")
+    parser.add_argument("--uninstall", action="store_true", help="remove the hook --install wrote in this repository "
+                        "(with --all: in every repository it was installed in)")
+    parser.add_argument("--all", action="store_true", help="with --uninstall: every hook --install wrote")
     return parser.parse_args(argv)
 
 
@@ -454,6 +510,14 @@ def write(text: str, output: Path | None, stdout: TextIO) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.uninstall:
+        try:
+            said = uninstall_hooks(None if args.all else repo_root(args.directory))
+        except GitError as exc:
+            print(f"{TOOL}: {exc} (--uninstall --all removes the hooks of every repository)", file=sys.stderr)
+            return EXIT_USAGE
+        print("\n".join(f"{TOOL}: {line}" for line in said) if said else f"{TOOL}: no hook of {TOOL} --install found")
+        return EXIT_OK
     try:
         root = repo_root(args.directory)
         if args.install:
@@ -494,7 +558,7 @@ def main(argv: list[str] | None = None) -> int:
 
     write(report(result, reader, root, args), args.output, sys.stdout)
     if not result.reviewed:
-        print(unavailable_warning(result, args.on_unavailable), file=sys.stderr)
+        print(unavailable_warning(result, args.on_unavailable, what), file=sys.stderr)
     elif args.format != "text" or args.output is not None:
         print(summary(result, args.fail_on), file=sys.stderr)
     return exit_code(result, args.fail_on, args.on_unavailable)

@@ -453,7 +453,8 @@ def build_messages(diff: str, files: list[ChangedFile], workspace: Path, setting
 
 
 def review_key(diff: str, settings: Settings, think: bool, guidance: str = "") -> str:
-    fields: dict[str, Any] = {"v": REVIEW_VERSION, "model": settings.model, "think": think, "diff": diff}
+    fields: dict[str, Any] = {"v": REVIEW_VERSION, "server": settings.base_url.rstrip("/"), "model": settings.model,
+                              "think": think, "diff": diff}
     if guidance:  # another review.md is another review
         fields["guidance"] = guidance
     payload = json.dumps(fields, sort_keys=True)

@@ -5,8 +5,9 @@
 # anything until you press Enter.
 
 __qfix_sessions=@SESSIONS@
+@PATH_LINE@
 __qfix_exec() {  # the qfix that printed this script; it may since have been uninstalled
-    command -v @QFIX_BIN@ >/dev/null 2>&1 || { echo "qfix: @QFIX_BIN@ is gone; reinstall qwen-lsp (README: pipx install)" >&2; return 127; }
+    command -v @QFIX_BIN@ >/dev/null 2>&1 || { echo "qfix: @QFIX_BIN@ is gone (uninstalled?): reinstall qwen-lsp, or remove the lines with 'qfix init' from your shell's startup files" >&2; return 127; }
     @QFIX@ "$@"
 }
 command mkdir -p -- "$__qfix_sessions" 2>/dev/null

@@ -4,6 +4,7 @@
 # suggested command into the command line to edit and run; it never runs it.
 
 set -g __qfix_sessions @SESSIONS@
+@PATH_LINE@
 set -g __qfix_cwd $PWD
 command mkdir -p -- $__qfix_sessions 2>/dev/null
 command rm -f -- $__qfix_sessions/$fish_pid.json  # a dead shell with our pid may have left one
@@ -42,7 +43,7 @@ function qfix --description 'fix the last failed command with Qwen'
     set -lx QFIX_SHELL_PID $fish_pid
     set -lx QFIX_BUFFER_FILE $buffer
     if not command -q @QFIX_BIN@  # the qfix that printed this script may since have been uninstalled
-        echo "qfix: @QFIX_BIN@ is gone; reinstall qwen-lsp (README: pipx install)" >&2
+        echo "qfix: @QFIX_BIN@ is gone (uninstalled?): reinstall qwen-lsp, or delete ~/.config/fish/conf.d/qfix.fish (or the 'qfix init' line in your fish config)" >&2
         return 127
     end
     @QFIX@ $argv

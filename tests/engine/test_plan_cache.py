@@ -103,3 +103,50 @@ def test_the_key_ignores_where_the_checkout_is_but_not_what_failed() -> None:
     assert task_fingerprint(traceback_task(a), hashes, a) == task_fingerprint(traceback_task(b), hashes, b)
     other = traceback_task(b).model_copy(update={"terminal_output": traceback_task(b).terminal_output.replace("-1", "-2")})
     assert task_fingerprint(traceback_task(a), hashes, a) != task_fingerprint(other, hashes, b)
+
+
+async def test_a_plan_cached_against_one_server_is_not_replayed_against_another(vllm, away_from_tmp):
+    """The same failure, the same code, the same cache dir: a second server (another URL) and a second
+    model (same URL) each think for themselves; asking the first again restores its plan."""
+    project = make_project(away_from_tmp / "proj")
+    cache = away_from_tmp / "cache"
+    script_fix(vllm)
+    first = await make_engine(vllm, cache).fix(traceback_task(project), project)
+    assert first.changes and thinking_requests(vllm) == 1
+
+    with VLLMDouble() as other:  # another server: a small local model, a test double, a colleague's
+        script_fix(other)
+        there = await make_engine(other, cache).fix(traceback_task(project), project)
+        assert thinking_requests(other) == 1 and not there.accounting.plan_from_cache
+    vllm.reset()
+    vllm.model = "smollm2"  # the same URL serving another model now
+    script_fix(vllm)
+    again = await make_engine(vllm, cache).fix(traceback_task(project), project)
+    assert thinking_requests(vllm) == 1 and not again.accounting.plan_from_cache
+    vllm.model = "Qwen/Qwen3.6-27B"
+
+    vllm.reset()
+    script_fix(vllm, with_plan=False)
+    back = await make_engine(vllm, cache).fix(traceback_task(project), project)
+    assert thinking_requests(vllm) == 0 and back.accounting.plan_from_cache
+
+
+async def test_no_cache_thinks_again_and_keeps_the_new_plan(vllm, away_from_tmp):
+    project = make_project(away_from_tmp / "proj")
+    cache = away_from_tmp / "cache"
+    script_fix(vllm)
+    await make_engine(vllm, cache).fix(traceback_task(project), project)
+    vllm.reset()
+    script_fix(vllm)
+    engine = make_engine(vllm, cache)
+    engine.reuse_plans = False  # qfix --no-cache
+    fresh = await engine.fix(traceback_task(project), project)
+    assert thinking_requests(vllm) == 1 and not fresh.accounting.plan_from_cache
+
+
+def test_the_key_names_the_server_and_the_model() -> None:
+    root, hashes = Path("/w/proj"), {"calc.py": "h1"}
+    key = task_fingerprint(traceback_task(root), hashes, root, ("http://127.0.0.1:8000/v1", "Qwen/Qwen3.6-27B"))
+    assert key == task_fingerprint(traceback_task(root), hashes, root, ("http://127.0.0.1:8000/v1/", "Qwen/Qwen3.6-27B"))
+    assert key != task_fingerprint(traceback_task(root), hashes, root, ("http://127.0.0.1:8001/v1", "Qwen/Qwen3.6-27B"))
+    assert key != task_fingerprint(traceback_task(root), hashes, root, ("http://127.0.0.1:8000/v1", "smollm2"))

@@ -48,6 +48,8 @@ async def test_review_with_the_model_server_down_says_it_did_not_review(lsp, pro
     assert answer == {"findings": 0, "reviewed": False}
     (shown,) = lsp.messages
     assert shown.type == types.MessageType.Error and "Cannot reach the model server" in shown.message
+    # In an editor the way to point it elsewhere is its baseUrl setting, not an environment variable.
+    assert "baseUrl setting" in shown.message and "QWEN_LSP_BASE_URL" not in shown.message
 
 
 class TestInvalidSettings:

@@ -265,3 +265,16 @@ def test_doctor_on_a_terminal_shows_a_spinner_naming_the_check(tmp_path):
         child.expect(pexpect.EOF)
         child.close()
     assert child.exitstatus == 0
+
+
+def test_model_command_without_arguments_asks_nvidia_smi_or_explains(capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no nvidia-smi
+    assert qwen_lsp_main(["model-command"]) == 0
+    out = capsys.readouterr().out
+    assert "--gpu-memory-gib 80" in out and "qwen-lsp serve-local --install" in out
+    fake = tmp_path / "nvidia-smi"
+    fake.write_text("#!/bin/sh\nprintf '81920\\n81920\\n'\n")
+    fake.chmod(0o755)
+    assert qwen_lsp_main(["model-command"]) == 0
+    out = capsys.readouterr().out
+    assert "nvidia-smi: 2 GPU(s) of 80 GiB" in out and "vllm serve" in out

@@ -103,6 +103,11 @@ def test_doctor_on_serve_local_knows_what_it_talks_to(serve_local, tmp_path):
     assert run.returncode == 1
     assert SERVED_BY  # what /v1/models names
 
+    shown = subprocess.run([sys.executable, "-m", "qwen_lsp.cli", "doctor", "--base-url", serve_local], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=600,
+                           env={**os.environ, "QWEN_LSP_CACHE_DIR": str(tmp_path / "cache")})
+    assert "the smoke-test model of `serve-local --install`: the ✗ above are expected of it" in shown.stdout
+
 
 @pytest.mark.real_model
 @pytest.mark.timeout(600)  # a 2-core machine shared with other work

@@ -138,3 +138,23 @@ def _json_run(repo, env) -> dict:
                           capture_output=True, text=True, timeout=90, stdin=subprocess.DEVNULL)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
+
+
+def test_no_cache_thinks_again_where_the_second_run_would_reuse_the_plan(repo, qfix_env, vllm):
+    """`qfix --no-cache`: the same failure asked again thinks afresh instead of replaying the cached plan."""
+    def thinking() -> int:
+        return sum(body["chat_template_kwargs"]["enable_thinking"] is True for body in vllm.chat_requests())
+
+    def dry_run(*flags: str) -> dict:
+        proc = subprocess.run([QFIX, "--json", *flags, "--", "python", "script.py"], cwd=repo, env=qfix_env,
+                              capture_output=True, text=True, timeout=120)
+        return json.loads(proc.stdout)
+
+    vllm.script(*fix_replies())
+    assert dry_run()["diffs"] and thinking() == 1
+    vllm.script(*fix_replies(with_plan=False))
+    again = dry_run()
+    assert again["model"]["cache_hit"] and thinking() == 1  # the plan replayed
+    vllm.script(*fix_replies())
+    fresh = dry_run("--no-cache")
+    assert not fresh["model"]["cache_hit"] and thinking() == 2 and fresh["diffs"]

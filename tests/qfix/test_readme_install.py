@@ -1,6 +1,6 @@
 """The README's newcomer path, followed literally: its install command in a clean login shell
 of a fresh user (Debian's /etc/skel dot files, pipx on PATH as `apt install pipx` would put it),
-its shell line in ~/.bashrc, `qwen-lsp doctor`, then a failing script and `qfix` in a new login
+its shell-hook command, `qwen-lsp doctor`, then a failing script and `qfix` in a new login
 shell, against the vLLM test double.
 
 The install is real: pipx makes a fresh venv and pip installs the project and its dependencies
@@ -19,6 +19,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
+from terminal_agent.shell_init import rc_line
 from tests.ops.helpers import honest_server
 from tests.qfix.helpers import BUGGY, FIXED, fix_replies
 
@@ -84,10 +85,10 @@ def test_the_readme_install_and_first_fix_work_in_a_clean_login_shell(tmp_path, 
     timings["install"] = time.monotonic() - started
     assert install.returncode == 0, install.stdout + install.stderr
 
-    rc_line = readme_line(r"qfix init bash")
-    assert rc_line.startswith("eval ") and "2>/dev/null" in rc_line  # a shell without qfix still starts cleanly
-    with (home / ".bashrc").open("a") as bashrc:
-        bashrc.write(rc_line + "\n")
+    started = time.monotonic()
+    hook = login(newcomer, readme_line(r"qfix init bash"), clone, timeout=120)  # in a new shell: qfix on PATH
+    timings["shell hook"] = time.monotonic() - started
+    assert hook.returncode == 0 and "~/.bashrc: hook added" in hook.stdout, hook.stdout + hook.stderr
 
     vllm.responder = honest_server
     started = time.monotonic()
@@ -127,10 +128,12 @@ def test_the_readme_install_and_first_fix_work_in_a_clean_login_shell(tmp_path, 
 
 
 def test_the_rc_line_is_harmless_when_qfix_is_not_installed(tmp_path, newcomer):
-    """The README's ~/.bashrc line in a shell where qfix is missing: no error, the shell works."""
+    """The line `qfix init bash --install` writes, in a shell where qfix is missing: no error, the shell works."""
     home = Path(newcomer["HOME"])
+    line = rc_line("bash", home)
+    assert line.startswith("eval ") and "2>/dev/null" in line  # a shell without qfix still starts cleanly
     with (home / ".bashrc").open("a") as bashrc:
-        bashrc.write(readme_line(r"qfix init bash") + "\n")
+        bashrc.write(line + "\n")
     shell = login(newcomer, "echo started", tmp_path)  # a login shell reads ~/.profile, which reads ~/.bashrc
     interactive = subprocess.run(["bash", "-i", "-c", "echo started"], cwd=tmp_path, env=newcomer,
                                  capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
@@ -141,14 +144,14 @@ def test_the_rc_line_is_harmless_when_qfix_is_not_installed(tmp_path, newcomer):
 
 @pytest.mark.parametrize("shell_name", ["bash", "zsh"])
 def test_the_rc_line_finds_qfix_in_local_bin_before_that_is_on_path(shell_name, tmp_path):
-    """pipx ensurepath appends ~/.local/bin to PATH at the END of ~/.bashrc: the README's line, earlier in the
-    file, must still install the hook rather than silently do nothing."""
+    """pipx ensurepath appends ~/.local/bin to PATH at the END of ~/.bashrc: the hook's line (as
+    `qfix init --install` writes it), earlier in the file, must still install the hook rather than silently do nothing."""
     if shutil.which(shell_name) is None:
         pytest.skip(f"{shell_name} is not installed")
     local_bin = tmp_path / ".local" / "bin"
     local_bin.mkdir(parents=True)
     (local_bin / "qfix").symlink_to(Path(sys.executable).with_name("qfix"))  # where pipx puts it
-    line = readme_line(r"qfix init bash").replace("init bash", f"init {shell_name}")
+    line = rc_line(shell_name, tmp_path)
     env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "QFIX_STATE_DIR": str(tmp_path / "state"),
            "LANG": "C.UTF-8", **{k: v for k, v in os.environ.items() if k == "PYTHONPATH"}}
     run = subprocess.run([shell_name, "-c", f"{line}\nwhence -w qfix" if shell_name == "zsh" else f"{line}\ntype -t qfix"],

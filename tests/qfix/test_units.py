@@ -219,3 +219,73 @@ def test_undo_history_is_bounded(tmp_path, monkeypatch):
     assert (tmp_path / "a.py").read_text() == "2"
     with pytest.raises(undo.UndoRefused):
         undo.undo_last(tmp_path)
+
+
+def test_help_and_warm_status_show_where_the_warm_process_logs(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    qfix = Path(sys.executable).with_name("qfix")
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "QFIX_STATE_DIR": str(tmp_path / "state"), "QFIX_WARM": "0",
+           "COLUMNS": "400"}
+    shown = subprocess.run([str(qfix), "--help"], env=env, capture_output=True, text=True, check=True).stdout
+    assert str(tmp_path / "state" / "warm.log") in " ".join(shown.split())
+    status = subprocess.run([str(qfix), "--warm-status"], env=env, capture_output=True, text=True, check=True).stdout
+    assert f"warm process log: {tmp_path / 'state' / 'warm.log'}" in status
+
+
+def test_the_spinner_writes_nothing_into_a_stderr_that_is_not_a_terminal(monkeypatch):
+    import io
+    import time
+
+    from rich.console import Console
+
+    from terminal_agent.ui import UI
+
+    ui = UI(to_stderr=True)
+    sink = io.StringIO()
+    ui.console = Console(file=sink, force_terminal=False, force_interactive=False)
+    with ui.working() as progress:
+        progress("planning")
+        time.sleep(0.3)
+    assert sink.getvalue() == ""
+    tty = io.StringIO()
+    ui.console = Console(file=tty, force_terminal=True, force_interactive=True)
+    with ui.working() as progress:
+        progress("planning")
+        time.sleep(0.3)
+    assert "planning" in tty.getvalue()  # on a terminal the spinner is there
+
+
+def test_which_output_a_recorded_command_sends_away():
+    """`cmd >/dev/null`: re-running shows only its error output; `cmd &>/dev/null`: nothing, so qfix does not offer."""
+    from terminal_agent.agent import redirected_away
+
+    assert redirected_away("python3 s.py >/dev/null") == {1}
+    assert redirected_away("make &>/dev/null") == redirected_away("make >/dev/null 2>&1") == {1, 2}
+    assert redirected_away("make > log.txt 2>&1") == {1, 2}
+    assert redirected_away("make 2>&1 >/dev/null") == {1}  # stderr still on the terminal
+    assert redirected_away("make 2>/dev/null") == {2}
+    assert redirected_away("make") == redirected_away("a | b >/dev/null") == redirected_away("'unclosed") == set()
+
+
+def test_a_recorded_command_with_all_its_output_sent_away_is_not_rerun(monkeypatch, tmp_path):
+    from terminal_agent import agent
+    from terminal_agent.state import ShellRecord
+
+    said: list[str] = []
+
+    class Quiet:
+        interactive, fd = True, 1
+
+        def say(self, message, style=""):
+            said.append(message)
+
+        def confirm(self, question):
+            raise AssertionError("must not offer a re-run: " + question)
+
+    monkeypatch.setattr(agent, "tmux_output", lambda *_: None)
+    record = ShellRecord(shell="bash", pid=1, command="python3 s.py >/dev/null 2>&1", exit_code=1, cwd=str(tmp_path))
+    failure = agent.failure_from_record(record, agent.Options(), Quiet())
+    assert failure.output is None and "sends its output elsewhere" in said[-1]

@@ -129,7 +129,7 @@ def test_rerun_after_aborted_commit_is_cached(calc_repo: GitRepo, review_env: VL
     assert run(calc_repo) == cli.EXIT_FINDINGS
     assert run(calc_repo, "--all") == cli.EXIT_FINDINGS  # --all: reported again (test_quiet_review.py: once)
     assert len(review_env.chat_requests()) == 1
-    assert "(cached review of this staged diff)" in capsys.readouterr().out
+    assert "(cached review of this diff)" in capsys.readouterr().out
     calc_repo.stage("calc.py", (calc_repo.root / "calc.py").read_text().replace("values[1:]", "list(values)"))
     review_env.script(findings_reply())
     assert run(calc_repo) == cli.EXIT_OK  # a new staged diff: asked again
@@ -244,3 +244,49 @@ def test_an_unknown_severity_is_counted_shown_and_can_block(
     assert f"  {BUG_LINE}: warning (model said 'catastrophic') [bug]" in out
     assert "no findings" not in out
     assert "1 finding(s) had an unknown severity ('catastrophic' x1), counted as warning." in out
+
+
+def test_uninstall_removes_the_hooks_install_wrote_and_leaves_a_foreign_one(
+        tmp_path: Path, calc_repo: GitRepo, isolated_git: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.review.helpers import make_calc_repo
+
+    other, foreign = make_calc_repo(tmp_path / "other", isolated_git), make_calc_repo(tmp_path / "foreign", isolated_git)
+    for repo in (calc_repo, other):
+        assert run(repo, "--install") == 0
+    mine = "#!/bin/sh\necho mine\n"
+    (foreign.root / ".git" / "hooks" / "pre-commit").write_text(mine)
+    assert run(foreign, "--uninstall") == 0
+    assert "not written by qwen-review, left alone" in capsys.readouterr().out
+    assert run(calc_repo, "--uninstall") == 0  # this repository's
+    assert not (calc_repo.root / ".git" / "hooks" / "pre-commit").exists()
+    assert (other.root / ".git" / "hooks" / "pre-commit").exists()
+    capsys.readouterr()
+    assert cli.main(["--uninstall", "--all", "-C", str(tmp_path)]) == 0  # every other one, from anywhere
+    assert f"{other.root / '.git' / 'hooks' / 'pre-commit'}: removed" in capsys.readouterr().out
+    assert not (other.root / ".git" / "hooks" / "pre-commit").exists()
+    assert (foreign.root / ".git" / "hooks" / "pre-commit").read_text() == mine
+
+
+def test_the_hook_once_qwen_review_is_gone_lets_the_commit_through_and_says_how_to_remove_it(
+        tmp_path: Path, calc_repo: GitRepo, isolated_git: dict[str, str]) -> None:
+    hook = calc_repo.root / ".git" / "hooks" / "pre-commit"
+    assert run(calc_repo, "--install") == 0
+    hook.write_text(hook.read_text().replace(f"PYTHON={cli.shlex.quote(cli.sys.executable)}",
+                                             f"PYTHON={tmp_path / 'uninstalled' / 'python'}"))
+    commit = subprocess.run(["git", "commit", "-m", "after uninstalling"], cwd=calc_repo.root, env=isolated_git,
+                            capture_output=True, text=True)
+    assert commit.returncode == 0, commit.stderr
+    assert "this commit was NOT reviewed" in commit.stderr and "qwen-review --install again" in commit.stderr
+    assert "or remove this hook: rm " in commit.stderr and "hooks/pre-commit" in commit.stderr
+
+
+def test_a_range_review_with_the_server_down_speaks_of_the_range_not_of_a_commit(
+        calc_repo: GitRepo, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("QWEN_LSP_BASE_URL", closed_port_url())
+    monkeypatch.setenv("QWEN_LSP_CACHE_DIR", str(tmp_path / "cache"))
+    assert run(calc_repo, "--from", "HEAD~1") == cli.EXIT_OK
+    err = capsys.readouterr().err
+    assert "the change HEAD~1...HEAD was NOT reviewed" in err and "Passing (--on-unavailable pass)" in err
+    assert "staged" not in err and "commit" not in err
+    assert run(calc_repo, "--from", "HEAD~1", "--on-unavailable", "block") == cli.EXIT_UNAVAILABLE
+    assert "Failing (--on-unavailable block)" in capsys.readouterr().err

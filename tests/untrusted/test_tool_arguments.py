@@ -105,4 +105,11 @@ def test_an_unexpected_failure_ends_in_one_line_and_the_json_report(tmp_path: Pa
     out, err = capsys.readouterr()
     report = json.loads(out)
     assert code == 2 and report["outcome"] == "error" and report["error"] == "RuntimeError: a bug of ours spanning lines"
-    assert err == "qfix: internal error, nothing was changed: RuntimeError: a bug of ours spanning lines\n"
+    assert err == ("qfix: internal error, nothing was changed: RuntimeError: a bug of ours spanning lines "
+                   "(`qfix --traceback ...` or QFIX_TRACEBACK=1 shows where)\n")
+
+    code = agent.run(agent.Options(json=True, dry_run=True, traceback=True),
+                     (["python", "x.py"], Finished(exit_code=1, output="oops")))
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("Traceback (most recent call last):") and "in broken" in err
+    assert err.endswith("qfix: internal error, nothing was changed: RuntimeError: a bug of ours spanning lines\n")
