@@ -432,7 +432,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--base-url", help="the vLLM OpenAI base URL (default: settings / QWEN_LSP_BASE_URL)")
     parser.add_argument("--no-cache", action="store_true", help="ignore the cached review of this diff")
     parser.add_argument("--all", action="store_true", help="also report findings already reported in this repository "
-                        "for the same code (by default a finding is reported once: same file, cited lines, message)")
+                        "for the same code (by default a finding is reported once: same file, cited lines, message); "
+                        "with --uninstall: every hook --install wrote")
     parser.add_argument("--max-findings", type=_count, metavar="N", help="report at most N findings, the most "
                         "severe; the report says how many were held back")
     parser.add_argument("-C", dest="directory", type=Path, default=Path.cwd(), help="run as if started in this directory")
@@ -440,7 +441,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--force", action="store_true", help="with --install: replace an existing hook")
     parser.add_argument("--uninstall", action="store_true", help="remove the hook --install wrote in this repository "
                         "(with --all: in every repository it was installed in)")
-    parser.add_argument("--all", action="store_true", help="with --uninstall: every hook --install wrote")
     return parser.parse_args(argv)
 
 
