@@ -99,6 +99,8 @@ class Reply:
     error_message: str = ""
     chunk_delay: float = 0.0  # seconds between streamed chunks
     completion_tokens: int | None = None  # default: tokens of the generated text
+    headers: dict[str, str] = field(default_factory=dict)  # sent with an error answer (e.g. Retry-After)
+    break_after: int | None = None  # stream: drop the connection after this many events (a replica killed)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Reply:
@@ -118,10 +120,12 @@ class RecordedRequest:
 
 
 class _ApiError(Exception):
-    def __init__(self, status: int, message: str, param: str | None = None) -> None:
+    def __init__(self, status: int, message: str, param: str | None = None,
+                 headers: dict[str, str] | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.payload = error_body(status, message, param)
+        self.headers = headers or {}
 
 
 def error_body(status: int, message: str, param: str | None = None) -> dict[str, Any]:
@@ -233,6 +237,7 @@ class _Turn:
     finish_reason: str
     usage: dict[str, Any]
     chunk_delay: float
+    break_after: int | None = None
 
 
 def _check_tool_call_arguments(messages: list[Any]) -> None:
@@ -283,6 +288,7 @@ class VLLMDouble:
         self.responder: Callable[[dict[str, Any]], Reply] | None = None
         self.requests: list[RecordedRequest] = []
         self.aborted_streams = 0
+        self.broken_streams = 0  # answers dropped mid-stream (Reply.break_after)
         self._queue: deque[Reply] = deque()
         self._prompts: list[list[int]] = []  # what the simulated prefix cache has seen
         self._counters = dict.fromkeys(METRIC_COUNTERS, 0)
@@ -398,7 +404,7 @@ class VLLMDouble:
 
         reply = self._next_reply(body)
         if reply.status != 200:
-            raise _ApiError(reply.status, reply.error_message)
+            raise _ApiError(reply.status, reply.error_message, headers=reply.headers)
         parse_tools = bool(tools) and tool_choice != "none"
         return self._turn(reply, prompt, parse_tools=parse_tools, named_tool=isinstance(tool_choice, dict))
 
@@ -459,6 +465,7 @@ class VLLMDouble:
             finish_reason=finish_reason,
             usage=usage,
             chunk_delay=reply.chunk_delay,
+            break_after=reply.break_after,
         )
 
     def _completion(self, turn: _Turn) -> dict[str, Any]:
@@ -567,6 +574,10 @@ class VLLMDouble:
         with self._lock:
             self._ttft.append(seconds)
 
+    def _stream_broken(self) -> None:
+        with self._lock:
+            self.broken_streams += 1
+
     def _stream_aborted(self) -> None:
         with self._lock:
             self.aborted_streams += 1
@@ -622,19 +633,21 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             route(self, body, received)
         except _ApiError as exc:
-            self._send_json(exc.status, exc.payload)
+            self._send_json(exc.status, exc.payload, exc.headers)
 
     # -- responses -----------------------------------------------------------
 
-    def _send(self, status: int, data: bytes, content_type: str) -> None:
+    def _send(self, status: int, data: bytes, content_type: str, headers: dict[str, str] | None = None) -> None:
         self.send_response(status)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.send_header("content-type", content_type)
         self.send_header("content-length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
 
-    def _send_json(self, status: int, payload: Any) -> None:
-        self._send(status, json.dumps(payload, ensure_ascii=False).encode(), "application/json")
+    def _send_json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+        self._send(status, json.dumps(payload, ensure_ascii=False).encode(), "application/json", headers)
 
     def _peer_closed(self) -> bool:
         readable, _, _ = select.select([self.connection], [], [], 0)
@@ -654,6 +667,9 @@ class _Handler(BaseHTTPRequestHandler):
         events = [f"data: {json.dumps(c, ensure_ascii=False, separators=(',', ':'))}\n\n" for c in chunks]
         events.append("data: [DONE]\n\n")
         for number, event in enumerate(events):
+            if number == turn.break_after:  # the replica dies mid-answer: no final chunk, no [DONE]
+                self.double._stream_broken()
+                return self._drop()
             if number:
                 time.sleep(turn.chunk_delay)
             # A closed client (FIN) shows up as EOF before a write would fail.
@@ -670,6 +686,15 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(b"0\r\n\r\n")
         except OSError:
             self.close_connection = True
+
+    def _drop(self) -> None:
+        """Close the connection as a killed process would: mid-body, no terminating chunk."""
+        self.close_connection = True
+        try:
+            self.wfile.flush()
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
 
     def _abort(self) -> None:
         self.double._stream_aborted()

@@ -24,7 +24,7 @@ from collections.abc import Callable, Hashable, Iterable
 from pathlib import Path
 from typing import Any
 
-from qwen_lsp.llm import calllog
+from qwen_lsp.llm import calllog, identity
 from qwen_lsp.context import prompt
 from qwen_lsp.context.index import WorkspaceIndex
 from qwen_lsp.engine.cache import StateCache, content_hash, normalize_output, task_fingerprint
@@ -336,7 +336,9 @@ class _Run:
             tool_choice=tool_choice if self.tools else None,
             json_schema=json_schema,
             fix_id=self.fix_id,
-            session_id=hashlib.sha256(str(self.overlay.root).encode()).hexdigest()[:16],
+            session_id=self._session(),
+            notify=self.progress,  # a retry (busy server, broken stream) is one line the user sees
+            deadline=self.started + self.settings.limits.fix_deadline_seconds,
         )
         a = self.accounting
         if thinking:
@@ -347,6 +349,11 @@ class _Run:
         a.completion_tokens += reply.completion_tokens
         a.cached_tokens += reply.cached_tokens
         return reply
+
+    def _session(self) -> str:
+        if getattr(self, "_session_id", None) is None:  # asked once per fix: it may read the cache folder
+            self._session_id = identity.session_id(self.settings, self.overlay.root)
+        return self._session_id
 
     def _patch_request(self) -> str:
         if not self.tools:
