@@ -20,7 +20,7 @@ from rich.spinner import Spinner
 from rich.text import Text
 
 from qwen_lsp.sanitize import diff_lines, parts
-from qwen_lsp.types import FileChange, Plan, Risk, ShellSuggestion, Validation
+from qwen_lsp.types import NOTICE, FileChange, Plan, Risk, ShellSuggestion, Validation
 
 Choice = Literal["apply", "skip", "edit", "quit"]
 CHOICES: dict[str, Choice] = {"a": "apply", "s": "skip", "e": "edit", "q": "quit"}
@@ -56,7 +56,12 @@ class UI:
         """A spinner with the engine's current phase and the elapsed time; yields the progress callback."""
         status = _Status()
         with Live(status, console=self.console, refresh_per_second=8, transient=True):
-            yield status.set_phase
+            def progress(phase: str) -> None:
+                if phase.startswith(NOTICE):  # a retry the user should see afterwards too: a line of its own
+                    self.say(f"qfix: {phase.removeprefix(NOTICE)}", "yellow")
+                else:
+                    status.set_phase(phase)
+            yield progress
 
     # -- the result ----------------------------------------------------------------------------
 
