@@ -101,6 +101,7 @@ class Reply:
     completion_tokens: int | None = None  # default: tokens of the generated text
     headers: dict[str, str] = field(default_factory=dict)  # sent with an error answer (e.g. Retry-After)
     break_after: int | None = None  # stream: drop the connection after this many events (a replica killed)
+    head_delay: float = 0.0  # seconds before the response starts (a long prefill, a replica's own queue)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Reply:
@@ -238,6 +239,7 @@ class _Turn:
     usage: dict[str, Any]
     chunk_delay: float
     break_after: int | None = None
+    head_delay: float = 0.0
 
 
 def _check_tool_call_arguments(messages: list[Any]) -> None:
@@ -288,7 +290,9 @@ class VLLMDouble:
         self.responder: Callable[[dict[str, Any]], Reply] | None = None
         self.requests: list[RecordedRequest] = []
         self.aborted_streams = 0
-        self.broken_streams = 0  # answers dropped mid-stream (Reply.break_after)
+        self.broken_streams = 0  # answers dropped mid-stream (Reply.break_after, kill)
+        self.killed = False  # kill(): every open answer breaks off, every connection is dropped
+        self.streaming = 0  # answers being streamed right now
         self._queue: deque[Reply] = deque()
         self._prompts: list[list[int]] = []  # what the simulated prefix cache has seen
         self._counters = dict.fromkeys(METRIC_COUNTERS, 0)
@@ -319,6 +323,12 @@ class VLLMDouble:
         assert self._thread is not None
         self._thread.join()
         self._server = self._thread = None
+
+    def kill(self) -> None:
+        """Die as a killed process would: answers being streamed break off mid-stream, kept-alive
+        connections are dropped, and the port refuses new ones."""
+        self.killed = True
+        self.stop()
 
     def __enter__(self) -> VLLMDouble:
         return self.start()
@@ -466,6 +476,7 @@ class VLLMDouble:
             usage=usage,
             chunk_delay=reply.chunk_delay,
             break_after=reply.break_after,
+            head_delay=reply.head_delay,
         )
 
     def _completion(self, turn: _Turn) -> dict[str, Any]:
@@ -614,6 +625,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _dispatch(self) -> None:
         received = time.monotonic()
+        if self.double.killed:  # a kept-alive connection to a dead server
+            return self._drop()
         path = urlsplit(self.path).path
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         try:
@@ -663,11 +676,20 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("content-type", "text/event-stream; charset=utf-8")
         self.send_header("transfer-encoding", "chunked")
         self.end_headers()
+        with self.double._lock:
+            self.double.streaming += 1
+        try:
+            self._stream_events(turn, include_usage, received)
+        finally:
+            with self.double._lock:
+                self.double.streaming -= 1
+
+    def _stream_events(self, turn: _Turn, include_usage: bool, received: float) -> None:
         chunks = self.double._chunks(turn, include_usage)
         events = [f"data: {json.dumps(c, ensure_ascii=False, separators=(',', ':'))}\n\n" for c in chunks]
         events.append("data: [DONE]\n\n")
         for number, event in enumerate(events):
-            if number == turn.break_after:  # the replica dies mid-answer: no final chunk, no [DONE]
+            if number == turn.break_after or self.double.killed:  # died mid-answer: no final chunk, no [DONE]
                 self.double._stream_broken()
                 return self._drop()
             if number:
@@ -704,6 +726,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _chat_completions(self, body: Any, received: float) -> None:
         turn = self.double._chat_turn(body)
+        time.sleep(turn.head_delay)
         if body.get("stream"):
             options = body.get("stream_options")
             include_usage = options is not None and bool(options.get("include_usage", True))

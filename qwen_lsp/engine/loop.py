@@ -63,12 +63,13 @@ class Engine:
         self.prompts = PromptCache()
 
     async def prompt(
-        self, task: Task, workspace: Path, read_file: Callable[[str], str | None], stamp: Hashable | None = None
+        self, task: Task, workspace: Path, read_file: Callable[[str], str | None], stamp: Hashable | None = None,
+        notify: Progress | None = None,
     ) -> prompt.Prompt:
         """The prompt for `task`, assembled on a thread (seconds on a large repo, cold). With a
         `stamp` (the caller's buffers' versions) and a live index, one assembly per state is shared
         between a prefetch and the fix; see prefetch.py for what the key covers."""
-        max_len = await self.input_limit()
+        max_len = await self.input_limit(notify)
         live = self.live_index if self.live_index is not None and self.live_index.workspace.resolve() == workspace else None
         tools = TOOLS if self.tools_supported else []
         build = functools.partial(
@@ -93,9 +94,9 @@ class Engine:
         except Exception:  # the fix itself assembles again and reports what goes wrong
             log.debug("prefetching the prompt for %s failed", task.path, exc_info=True)
 
-    async def input_limit(self) -> int | None:
-        """The server's context minus room for the longest answer we ask for."""
-        max_len = (await self.client.info()).max_model_len
+    async def input_limit(self, notify: Progress | None = None) -> int | None:
+        """The server's context minus room for the longest answer we ask for (`notify` hears of a busy server)."""
+        max_len = (await self.client.info(notify)).max_model_len
         if not max_len:
             return None
         return max(1024, max_len - max(self.settings.plan_max_tokens, self.settings.patch_max_tokens))
@@ -153,7 +154,8 @@ class _Run:
         self.validated: list[FileChange] | None = None  # the changes the last validation saw
 
     async def execute(self) -> FixResult:
-        built = await self.engine.prompt(self.task, self.overlay.root, self.overlay.read, self.stamp)
+        built = await self.engine.prompt(self.task, self.overlay.root, self.overlay.read, self.stamp,
+                                         notify=self.progress)
         named = {self.task.path} | {f.resolved for f in built.frames if f.resolved}
         key = task_fingerprint(self.task, self._seen_hashes(p for p in named if p), self.overlay.root)
         self.messages = list(built.messages)

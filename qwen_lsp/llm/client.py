@@ -178,8 +178,9 @@ class ModelClient:
         """What `info` learnt, without asking: None until the server has answered once."""
         return self._info
 
-    async def info(self) -> ServerInfo:
-        """Model id and max_model_len from GET /v1/models (asked once)."""
+    async def info(self, notify: Notify | None = None) -> ServerInfo:
+        """Model id and max_model_len from GET /v1/models (asked once; a busy server is waited for,
+        each wait told to `notify`)."""
         if self._info is None:
             started, busy = time.monotonic(), 0
             while True:
@@ -190,7 +191,7 @@ class ModelClient:
                     if exc.status_code not in BUSY_STATUSES:
                         raise self._explain(exc, "GET /models") from exc
                     busy += 1
-                    await self._wait_busy(exc, busy, started, started + self.settings.busy_wait_seconds, None)
+                    await self._wait_busy(exc, busy, started, started + self.settings.busy_wait_seconds, notify)
                 except openai.APIError as exc:
                     raise self._explain(exc, "GET /models") from exc
             models = list(page.data)
@@ -257,6 +258,7 @@ class ModelClient:
                         notify: Notify, deadline: float | None, background: bool) -> Completion:
         """`_stream`, again once after a stream that broke off (nothing was used of it), and again after
         each busy answer for as long as the server asks and the deadline allows."""
+        await self.info(notify)
         started = time.monotonic()
         wait_until = started + self.settings.busy_wait_seconds
         if deadline is not None:
