@@ -276,6 +276,7 @@ class VLLMDouble:
         report_cached_tokens: bool = True,
         block_size: int = 16,
         tokenize_offset: int = 0,
+        api_key: str | None = None,
     ) -> None:
         self.model = model
         self.max_model_len = max_model_len
@@ -287,6 +288,7 @@ class VLLMDouble:
         self.report_cached_tokens = report_cached_tokens
         self.block_size = block_size
         self.tokenize_offset = tokenize_offset
+        self.api_key = api_key  # as `vllm serve --api-key`: /v1/* answers 401 without "Authorization: Bearer KEY"
         self.responder: Callable[[dict[str, Any]], Reply] | None = None
         self.requests: list[RecordedRequest] = []
         self.aborted_streams = 0
@@ -637,6 +639,9 @@ class _Handler(BaseHTTPRequestHandler):
             headers = {key.lower(): value for key, value in self.headers.items()}
             self.double._record(RecordedRequest(self.command, path, headers, body, time.time()))
 
+        key = self.double.api_key
+        if key is not None and path.startswith("/v1/") and self.headers.get("Authorization") != f"Bearer {key}":
+            return self._send_json(401, {"error": "Unauthorized"})  # vLLM's answer, not its usual error shape
         routes = ROUTES.get(path)
         if routes is None:
             return self._send_json(404, {"detail": "Not Found"})

@@ -63,8 +63,8 @@ class KeyRejected(RequestRejected):
     """HTTP 401/403: the server (or a gateway in front of it) wants a key qwen-lsp did not send."""
 
 
-KEY_HINT = ("set QWEN_LSP_API_KEY to the server's key (vllm serve --api-key, the router's or the gateway's key; "
-            "in an editor, its apiKey setting)")
+KEY_HINT = ("set QWEN_LSP_API_KEY to the server's key (the one its --api-key names, or your key for the router "
+            "or gateway in front of it; in an editor, its apiKey setting)")
 
 
 class ServerBusy(ModelServerError):
@@ -638,6 +638,8 @@ def _error_message(exc: openai.APIStatusError) -> str:
     body = exc.body
     if isinstance(body, dict):
         inner = body.get("error", body)
+        if isinstance(inner, str) and inner:  # vLLM's 401: {"error": "Unauthorized"}
+            return inner
         if isinstance(inner, dict) and inner.get("message"):
             return str(inner["message"])
         if body.get("message"):

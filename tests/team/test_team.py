@@ -160,3 +160,31 @@ async def test_a_language_server_fix_and_qfix_runs_each_keep_their_session(lsp, 
         assert "changed_unverified" in out or '"fixed"' in out, err[-500:]
     sessions = team_cluster.sessions()
     assert len(sessions) == 3 and all(len(replicas) == 1 for replicas in sessions.values()), sessions
+
+
+# -- doctor behind a router -------------------------------------------------------------------------------------
+
+async def _doctor_through(policy: str, tmp_path: Path) -> dict[str, object]:
+    from qwen_lsp.ops.doctor import run_doctor
+    from qwen_lsp.settings import Settings
+    from tests.ops.test_ops import honest_server
+
+    with cluster(3, policy, tmp_path) as team:
+        for replica in team.replicas:
+            replica.responder = honest_server
+        checks = await run_doctor(Settings(base_url=team.base_url, cache_dir=tmp_path / "c"))
+    return {c.name: c for c in checks}
+
+
+async def test_doctor_says_it_talks_to_a_router_and_that_a_session_reaches_its_cache(tmp_path):
+    checks = await _doctor_through("consistent_hash", tmp_path)
+    assert checks["router"].ok and "vLLM Router in front of 3 worker(s), 3 healthy" in checks["router"].detail
+    assert checks["session reaches its cache"].ok, checks["session reaches its cache"]
+    assert checks["prefix caching effective"].ok
+
+
+async def test_doctor_behind_a_round_robin_router_names_the_policy_to_use(tmp_path):
+    checks = await _doctor_through("round_robin", tmp_path)
+    session = checks["session reaches its cache"]
+    assert checks["router"].ok and not session.ok
+    assert "--policy consistent_hash" in session.fix and "another replica" in session.detail
