@@ -112,7 +112,11 @@ async def run_doctor(settings: Settings, on_check: Callable[[Check], None] | Non
             done(router_check(router))
         for what, probe in PROBES.items():
             starting(what)
-            done(*await _guard(globals()[probe], client, local))
+            found = await _guard(globals()[probe], client, local)
+            for check in found if router is not None else []:
+                if check.name == "prefix caching effective" and not check.ok:  # most likely the routing
+                    check.fix = f"{ROUTER_POLICY_FIX}; else {check.fix}"
+            done(*found)
         if router is not None:
             starting("session affinity")
             done(*await _guard(_session_affinity, client, local))
