@@ -346,7 +346,8 @@ def workspace_trusted(workspace: Path, overrides: dict[str, Any]) -> bool:
 
 # Bounds on what a fix may cost or write: a repository may lower them, never raise them.
 LOWER_ONLY_KEYS = frozenset({"max_rounds", "max_total_tokens", "plan_max_tokens", "patch_max_tokens",
-                             "verify_timeout", "request_timeout", "cache_size_mb"})
+                             "verify_timeout", "request_timeout", "cache_size_mb",
+                             "busy_wait_seconds", "background_max_concurrent"})
 
 
 def repo_settings(table: dict[str, Any], source: Path | str, *, trusted: bool,

@@ -149,11 +149,13 @@ def test_a_session_is_one_workspace_of_one_developer(tmp_path):
 def test_a_repositorys_pyproject_cannot_set_identity_headers_priority_or_salt(tmp_path, monkeypatch):
     (tmp_path / "pyproject.toml").write_text(
         '[tool.qwen-lsp]\nuser_id = "victim"\ncache_salt = "shared"\npriority_scheduling = true\n'
-        'background_priority = -100\nmax_rounds = 3\n[tool.qwen-lsp.extra_headers]\nx-litellm-tags = "steal"\n')
+        'background_priority = -100\nmax_rounds = 3\nbusy_wait_seconds = 9000\nbackground_max_concurrent = 50\n'
+        '[tool.qwen-lsp.extra_headers]\nx-litellm-tags = "steal"\n')
     settings = load_settings(tmp_path)
     assert settings.max_rounds == 3  # the table was read
     assert (settings.user_id, settings.cache_salt, settings.priority_scheduling, settings.extra_headers,
             settings.background_priority) == (None, None, False, {}, 10)
+    assert (settings.busy_wait_seconds, settings.background_max_concurrent) == (300.0, 1)  # lowered only
     fields = routing_fields(settings, "s")
     assert fields == {"extra_headers": {"x-session-id": "s"}}
     monkeypatch.setenv("QWEN_LSP_USER_ID", "ada")  # the user's own environment may
