@@ -135,7 +135,17 @@ class Settings(BaseSettings):
     # A one-line tail of the plan's reasoning in the editor's progress and under qfix's spinner.
     live_thinking: bool = True
 
-    session_id: str | None = None  # sent as x-session-id / user for session-affinity routers
+    session_id: str | None = None  # sent as x-session-id (default: per workspace and developer, llm/identity.py)
+
+    # A team's model server behind a router or gateway (docs/team.md). User-level only: a repository's
+    # settings may not set any of these (PRIVILEGED_KEYS), they reach the server or the gateway.
+    user_id: str | None = None  # sent as the request's `user` (LiteLLM keys customers on it); unset: no `user`
+    extra_headers: dict[str, str] = Field(default_factory=dict)  # e.g. LiteLLM tags, llm-d fairness headers
+    priority_scheduling: bool = False  # the server runs --scheduling-policy priority: send `priority`
+    background_priority: int = 10  # with priority_scheduling: review on save after fixes (vLLM: lower first)
+    cache_salt: str | None = None  # vLLM cache_salt: prefix reuse only between requests with the same salt
+    busy_wait_seconds: float = 300.0  # how long one request waits on a busy server (429/503/408), at most
+    background_max_concurrent: int = 1  # background requests (review on save) at once, per model server
 
     @field_validator("cache_dir")
     @classmethod
@@ -357,7 +367,8 @@ def describe_invalid(exc: ValidationError) -> str:
 TRUSTED_WORKSPACES_ENV = "QWEN_LSP_TRUSTED_WORKSPACES"
 # What a repository's own [tool.qwen-lsp] may not set unless the user trusts the repository:
 # where the prompt and the API key go, request headers, where files are written, what runs.
-PRIVILEGED_KEYS = frozenset({"base_url", "api_key", "session_id", "cache_dir", "run_model_verify_commands"})
+PRIVILEGED_KEYS = frozenset({"base_url", "api_key", "session_id", "cache_dir", "run_model_verify_commands",
+                             "user_id", "extra_headers", "priority_scheduling", "background_priority", "cache_salt"})
 _PRIVILEGED_NAME = re.compile(r"url|api_key|header|command|secret|password|trusted|sandbox")
 
 
@@ -377,7 +388,8 @@ def workspace_trusted(workspace: Path, overrides: dict[str, Any]) -> bool:
 
 # Bounds on what a fix may cost or write: a repository may lower them, never raise them.
 LOWER_ONLY_KEYS = frozenset({"max_rounds", "max_total_tokens", "plan_max_tokens", "patch_max_tokens",
-                             "verify_timeout", "request_timeout", "cache_size_mb"})
+                             "verify_timeout", "request_timeout", "cache_size_mb",
+                             "busy_wait_seconds", "background_max_concurrent"})
 
 
 # What only the user's own settings choose, even in a trusted repository.

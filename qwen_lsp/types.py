@@ -153,3 +153,8 @@ class CachedState(BaseModel):
     plan: Plan
     plan_message: dict[str, Any]  # the assistant message, with `reasoning`
     file_hashes: dict[str, str] = Field(default_factory=dict)  # what the plan saw; any change = miss
+
+
+# A progress message that starts with NOTICE is a notice the user should keep seeing (a retry on a
+# busy server, an answer asked again after its stream broke off), not a phase of the work.
+NOTICE = "! "

@@ -29,7 +29,7 @@ from pydantic import ValidationError
 from qwen_lsp.apply import ApplyError, RollbackFailed
 from qwen_lsp.journal import JournalError
 from qwen_lsp.engine.protected import ProtectedPath
-from qwen_lsp.llm.client import ModelClient, ModelServerError, RequestRejected
+from qwen_lsp.llm.client import ModelClient, ModelServerError, RequestRejected, ServerBusy, StreamBroken
 from qwen_lsp.engine.loop import Engine
 from qwen_lsp.gitio import GitError, repo_root
 from qwen_lsp.types import FileChange, FixResult, Risk, Task
@@ -47,6 +47,13 @@ from terminal_agent.report import QfixReport, Verification
 from terminal_agent.state import ShellRecord, last_record, tmux_output, write_record
 from terminal_agent.ui import UI, Choice
 from terminal_agent.warm_client import Session, WarmLost
+
+# qfix's exit code when the model server is up but did not finish: busy (429/503/408) for longer than
+# the fix could wait, or its answer broke off twice (qfix.EXIT_CODES).
+BUSY_EXIT = 3
+# The warm process's error kinds (warm_wire.ErrorReply), raised here as the in-process fix raises them.
+WARM_ERRORS: dict[str, type[ModelServerError]] = {"rejected": RequestRejected, "busy": ServerBusy,
+                                                  "stream_broken": StreamBroken}
 
 
 # Why no fix came back, in the user's words (the engine's outcome names are for programs).
@@ -187,7 +194,7 @@ def think_warm(failure: Failure, settings: Settings, progress: Callable[[str], N
             raise WarmLost("it was gone before the failure reached it")
         reply = warm.think(progress)
         if reply.kind == "error":
-            raise (RequestRejected if reply.error == "rejected" else ModelServerError)(reply.message)
+            raise WARM_ERRORS.get(reply.error, ModelServerError)(reply.message)
         if reply.workspace != str(failure.workspace) or reply.settings != settings.model_dump(mode="json"):
             raise WarmLost("it saw another workspace or other settings")
         return reply.result
@@ -365,6 +372,13 @@ def run(opts: Options, ran: tuple[list[str], Finished] | None = None, server: Se
         if report is None:
             return 4
         report.error, report.outcome, report.exit_status = error, "error", 4
+    except (ServerBusy, StreamBroken) as exc:  # the server is up and did not finish: not "unavailable"
+        error = " ".join(str(exc).split())
+        print(f"qfix: {error}", file=sys.stderr)
+        if report is None:
+            return BUSY_EXIT
+        report.error, report.exit_status = error, BUSY_EXIT
+        report.outcome = "busy" if isinstance(exc, ServerBusy) else "stream_broken"
     except ModelServerError as exc:
         error = " ".join(str(exc).split())  # ONE line: what failed and how to fix it
         print(f"qfix: {error}", file=sys.stderr)
@@ -404,11 +418,12 @@ def _new_report(failure: Failure) -> QfixReport:
 
 
 def _unavailable(report: QfixReport, server: ServerCheck) -> QfixReport:
-    """The model server is down: one line saying so (unless already said while the command ran); exit 2."""
+    """The model server did not answer the check: one line saying so (unless already said while the
+    command ran); exit 2 when it is down, 4 when it is up but rejected us (a key)."""
     report.error = server.error()
     if not server.announced:
         print(f"qfix: {report.error}", file=sys.stderr)
-    report.outcome, report.exit_status = "error", 2
+    report.outcome, report.exit_status = "error", 4 if server.kind == "rejected" else 2
     return report
 
 

@@ -16,6 +16,7 @@ class ServerCheck:
         self.cwd = cwd
         self.announce = announce  # print the one-line error as soon as it is known
         self.announced = False
+        self.kind: str | None = None  # None: down or unreachable; "rejected": up, but refused us (a key)
         self._error: str | None = None
         self._thread = threading.Thread(target=self._run, name="qfix-server-check", daemon=True)
         self._thread.start()
@@ -26,12 +27,12 @@ class ServerCheck:
         return self._error
 
     def _run(self) -> None:
-        from qwen_lsp.llm.client import ModelClient, ModelServerError
+        from qwen_lsp.llm.client import ModelClient, ModelServerError, RequestRejected, ServerBusy
         from qwen_lsp.settings import load_settings
 
         async def probe() -> None:
             settings = load_settings(self.cwd)
-            client = ModelClient(settings.model_copy(update={"max_retries": 0}))
+            client = ModelClient(settings.model_copy(update={"max_retries": 0, "busy_wait_seconds": 0}))
             try:
                 await client.info()
             finally:
@@ -39,7 +40,10 @@ class ServerCheck:
 
         try:
             asyncio.run(probe())
+        except ServerBusy:  # up: the fix waits for its turn itself
+            return
         except ModelServerError as exc:
+            self.kind = "rejected" if isinstance(exc, RequestRejected) else None
             self._error = " ".join(str(exc).split())
             if self.announce:
                 print(f"qfix: {self._error}", file=sys.stderr, flush=True)

@@ -39,6 +39,8 @@ EXIT_CODES = (
     "Exit codes: 0 fixed, or a dry run that found a fix, or nothing to fix (the command passes); "
     "1 no fix found, fix not applied, or the re-run still fails; 2 model server unavailable, a usage error, "
     "or a line where qfix cannot tell which command failed (`a; b || qfix`); "
+    "3 the model server is up but busy (HTTP 429/503/408 for longer than the fix could wait) or closed its answer "
+    "mid-stream twice: try again; "
     "4 the model server is up but rejected a request (HTTP 4xx); 130 cancelled with Ctrl-C; 128+N when the command itself was stopped by signal N."
 )
 

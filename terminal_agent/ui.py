@@ -21,7 +21,7 @@ from rich.text import Text
 
 from qwen_lsp.engine.thinking import Thought, decode as decode_thought
 from qwen_lsp.sanitize import diff_lines, parts
-from qwen_lsp.types import FileChange, Plan, Risk, ShellSuggestion, Validation
+from qwen_lsp.types import NOTICE, FileChange, Plan, Risk, ShellSuggestion, Validation
 
 Choice = Literal["apply", "skip", "edit", "quit", "refine"]
 CHOICES: dict[str, Choice] = {"a": "apply", "s": "skip", "e": "edit", "q": "quit", "r": "refine"}
@@ -61,7 +61,12 @@ class UI:
             yield status.set_phase
             return
         with Live(status, console=self.console, refresh_per_second=8, transient=True):
-            yield status.set_phase
+            def progress(phase: str) -> None:
+                if phase.startswith(NOTICE):  # a retry the user should see afterwards too: a line of its own
+                    self.say(f"qfix: {phase.removeprefix(NOTICE)}", "yellow")
+                else:
+                    status.set_phase(phase)
+            yield progress
 
     # -- the result ----------------------------------------------------------------------------
 

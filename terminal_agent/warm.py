@@ -300,7 +300,7 @@ class Child:
             self.conn.setblocking(True)
 
     async def think(self, thinking: Any, failure: Any, settings: Any) -> int:
-        from qwen_lsp.llm.client import ModelServerError, RequestRejected
+        from qwen_lsp.llm.client import ModelServerError, RequestRejected, ServerBusy, StreamBroken
 
         task = asyncio.ensure_future(thinking)
         loop = asyncio.get_running_loop()
@@ -318,6 +318,10 @@ class Child:
             gone()
         except RequestRejected as exc:
             return self.reply_error("rejected", str(exc))
+        except ServerBusy as exc:
+            return self.reply_error("busy", str(exc))
+        except StreamBroken as exc:
+            return self.reply_error("stream_broken", str(exc))
         except ModelServerError as exc:
             return self.reply_error("model_server", str(exc))
         except Exception as exc:  # noqa: BLE001 - qfix thinks again itself and reports it as it would

@@ -66,11 +66,12 @@ class ResultReply(_Message):
 
 
 class ErrorReply(_Message):
-    """"rejected" / "model_server": raised in qfix as RequestRejected / ModelServerError, as in-process;
+    """"rejected" / "busy" / "stream_broken" / "model_server": raised in qfix as RequestRejected / ServerBusy /
+    StreamBroken / ModelServerError, as in-process;
     "failed": anything else, and qfix thinks in-process (which reports it properly if it recurs)."""
 
     kind: Literal["error"]
-    error: Literal["rejected", "model_server", "failed"]
+    error: Literal["rejected", "busy", "stream_broken", "model_server", "failed"]
     message: str
 
 

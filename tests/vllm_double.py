@@ -99,6 +99,9 @@ class Reply:
     error_message: str = ""
     chunk_delay: float = 0.0  # seconds between streamed chunks
     completion_tokens: int | None = None  # default: tokens of the generated text
+    headers: dict[str, str] = field(default_factory=dict)  # sent with an error answer (e.g. Retry-After)
+    break_after: int | None = None  # stream: drop the connection after this many events (a replica killed)
+    head_delay: float = 0.0  # seconds before the response starts (a long prefill, a replica's own queue)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Reply:
@@ -118,10 +121,12 @@ class RecordedRequest:
 
 
 class _ApiError(Exception):
-    def __init__(self, status: int, message: str, param: str | None = None) -> None:
+    def __init__(self, status: int, message: str, param: str | None = None,
+                 headers: dict[str, str] | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.payload = error_body(status, message, param)
+        self.headers = headers or {}
 
 
 def error_body(status: int, message: str, param: str | None = None) -> dict[str, Any]:
@@ -233,6 +238,8 @@ class _Turn:
     finish_reason: str
     usage: dict[str, Any]
     chunk_delay: float
+    break_after: int | None = None
+    head_delay: float = 0.0
 
 
 def _check_tool_call_arguments(messages: list[Any]) -> None:
@@ -270,6 +277,7 @@ class VLLMDouble:
         prefix_caching: bool = True,
         block_size: int = 16,
         tokenize_offset: int = 0,
+        api_key: str | None = None,
     ) -> None:
         self.model = model
         self.max_model_len = max_model_len
@@ -282,9 +290,13 @@ class VLLMDouble:
         self.prefix_caching = prefix_caching  # False: as a server whose prefix cache never hits (reports 0)
         self.block_size = block_size
         self.tokenize_offset = tokenize_offset
+        self.api_key = api_key  # as `vllm serve --api-key`: /v1/* answers 401 without "Authorization: Bearer KEY"
         self.responder: Callable[[dict[str, Any]], Reply] | None = None
         self.requests: list[RecordedRequest] = []
         self.aborted_streams = 0
+        self.broken_streams = 0  # answers dropped mid-stream (Reply.break_after, kill)
+        self.killed = False  # kill(): every open answer breaks off, every connection is dropped
+        self.streaming = 0  # answers being streamed right now
         self._queue: deque[Reply] = deque()
         self._prompts: list[list[int]] = []  # what the simulated prefix cache has seen
         self._counters = dict.fromkeys(METRIC_COUNTERS, 0)
@@ -315,6 +327,12 @@ class VLLMDouble:
         assert self._thread is not None
         self._thread.join()
         self._server = self._thread = None
+
+    def kill(self) -> None:
+        """Die as a killed process would: answers being streamed break off mid-stream, kept-alive
+        connections are dropped, and the port refuses new ones."""
+        self.killed = True
+        self.stop()
 
     def __enter__(self) -> VLLMDouble:
         return self.start()
@@ -400,7 +418,7 @@ class VLLMDouble:
 
         reply = self._next_reply(body)
         if reply.status != 200:
-            raise _ApiError(reply.status, reply.error_message)
+            raise _ApiError(reply.status, reply.error_message, headers=reply.headers)
         parse_tools = bool(tools) and tool_choice != "none"
         return self._turn(reply, prompt, parse_tools=parse_tools, named_tool=isinstance(tool_choice, dict))
 
@@ -462,6 +480,8 @@ class VLLMDouble:
             finish_reason=finish_reason,
             usage=usage,
             chunk_delay=reply.chunk_delay,
+            break_after=reply.break_after,
+            head_delay=reply.head_delay,
         )
 
     def _completion(self, turn: _Turn) -> dict[str, Any]:
@@ -570,6 +590,10 @@ class VLLMDouble:
         with self._lock:
             self._ttft.append(seconds)
 
+    def _stream_broken(self) -> None:
+        with self._lock:
+            self.broken_streams += 1
+
     def _stream_aborted(self) -> None:
         with self._lock:
             self.aborted_streams += 1
@@ -598,6 +622,12 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass  # keep test output clean
 
+    def setup(self) -> None:
+        super().setup()
+        # uvicorn sets TCP_NODELAY: without it a proxy reading the stream (the vLLM Router) waits out
+        # Nagle and delayed ACKs, about 40 ms a request that vLLM does not cost.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
     def do_GET(self) -> None:
         self._dispatch()
 
@@ -606,6 +636,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _dispatch(self) -> None:
         received = time.monotonic()
+        if self.double.killed:  # a kept-alive connection to a dead server
+            return self._drop()
         path = urlsplit(self.path).path
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         try:
@@ -616,6 +648,9 @@ class _Handler(BaseHTTPRequestHandler):
             headers = {key.lower(): value for key, value in self.headers.items()}
             self.double._record(RecordedRequest(self.command, path, headers, body, time.time()))
 
+        key = self.double.api_key
+        if key is not None and path.startswith("/v1/") and self.headers.get("Authorization") != f"Bearer {key}":
+            return self._send_json(401, {"error": "Unauthorized"})  # vLLM's answer, not its usual error shape
         routes = ROUTES.get(path)
         if routes is None:
             return self._send_json(404, {"detail": "Not Found"})
@@ -625,19 +660,21 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             route(self, body, received)
         except _ApiError as exc:
-            self._send_json(exc.status, exc.payload)
+            self._send_json(exc.status, exc.payload, exc.headers)
 
     # -- responses -----------------------------------------------------------
 
-    def _send(self, status: int, data: bytes, content_type: str) -> None:
+    def _send(self, status: int, data: bytes, content_type: str, headers: dict[str, str] | None = None) -> None:
         self.send_response(status)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.send_header("content-type", content_type)
         self.send_header("content-length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
 
-    def _send_json(self, status: int, payload: Any) -> None:
-        self._send(status, json.dumps(payload, ensure_ascii=False).encode(), "application/json")
+    def _send_json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+        self._send(status, json.dumps(payload, ensure_ascii=False).encode(), "application/json", headers)
 
     def _peer_closed(self) -> bool:
         readable, _, _ = select.select([self.connection], [], [], 0)
@@ -653,10 +690,22 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("content-type", "text/event-stream; charset=utf-8")
         self.send_header("transfer-encoding", "chunked")
         self.end_headers()
+        with self.double._lock:
+            self.double.streaming += 1
+        try:
+            self._stream_events(turn, include_usage, received)
+        finally:
+            with self.double._lock:
+                self.double.streaming -= 1
+
+    def _stream_events(self, turn: _Turn, include_usage: bool, received: float) -> None:
         chunks = self.double._chunks(turn, include_usage)
         events = [f"data: {json.dumps(c, ensure_ascii=False, separators=(',', ':'))}\n\n" for c in chunks]
         events.append("data: [DONE]\n\n")
         for number, event in enumerate(events):
+            if number == turn.break_after or self.double.killed:  # died mid-answer: no final chunk, no [DONE]
+                self.double._stream_broken()
+                return self._drop()
             if number:
                 time.sleep(turn.chunk_delay)
             # A closed client (FIN) shows up as EOF before a write would fail.
@@ -674,6 +723,15 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:
             self.close_connection = True
 
+    def _drop(self) -> None:
+        """Close the connection as a killed process would: mid-body, no terminating chunk."""
+        self.close_connection = True
+        try:
+            self.wfile.flush()
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
     def _abort(self) -> None:
         self.double._stream_aborted()
         self.close_connection = True
@@ -682,6 +740,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _chat_completions(self, body: Any, received: float) -> None:
         turn = self.double._chat_turn(body)
+        time.sleep(turn.head_delay)
         if body.get("stream"):
             options = body.get("stream_options")
             include_usage = options is not None and bool(options.get("include_usage", True))

@@ -24,7 +24,7 @@ from collections.abc import Callable, Hashable, Iterable
 from pathlib import Path
 from typing import Any
 
-from qwen_lsp.llm import calllog
+from qwen_lsp.llm import calllog, identity
 from qwen_lsp.context import prompt
 from qwen_lsp.context.index import WorkspaceIndex
 from qwen_lsp.engine.cache import StateCache, content_hash, normalize_output, task_fingerprint
@@ -79,12 +79,13 @@ class Engine:
         self.finished: dict[str, _Run] = {}  # fix_id -> the run, for refine; the last KEPT_RUNS
 
     async def prompt(
-        self, task: Task, workspace: Path, read_file: Callable[[str], str | None], stamp: Hashable | None = None
+        self, task: Task, workspace: Path, read_file: Callable[[str], str | None], stamp: Hashable | None = None,
+        notify: Progress | None = None,
     ) -> prompt.Prompt:
         """The prompt for `task`, assembled on a thread (seconds on a large repo, cold). With a
         `stamp` (the caller's buffers' versions) and a live index, one assembly per state is shared
         between a prefetch and the fix; see prefetch.py for what the key covers."""
-        max_len = await self.input_limit()
+        max_len = await self.input_limit(notify)
         live = self.live_index if self.live_index is not None and self.live_index.workspace.resolve() == workspace else None
         tools = TOOLS if self.tools_supported else []
         build = functools.partial(
@@ -109,9 +110,9 @@ class Engine:
         except Exception:  # the fix itself assembles again and reports what goes wrong
             log.debug("prefetching the prompt for %s failed", task.path, exc_info=True)
 
-    async def input_limit(self) -> int | None:
-        """The server's context minus room for the longest answer we ask for."""
-        max_len = (await self.client.info()).max_model_len
+    async def input_limit(self, notify: Progress | None = None) -> int | None:
+        """The server's context minus room for the longest answer we ask for (`notify` hears of a busy server)."""
+        max_len = (await self.client.info(notify)).max_model_len
         if not max_len:
             return None
         return max(1024, max_len - max(self.settings.plan_max_tokens, self.settings.patch_max_tokens))
@@ -195,7 +196,8 @@ class _Run:
         self.prefix_cache_missed = False  # a patch round repeated the previous prompt and nothing was cached
 
     async def execute(self) -> FixResult:
-        built = await self.engine.prompt(self.task, self.overlay.root, self.overlay.read, self.stamp)
+        built = await self.engine.prompt(self.task, self.overlay.root, self.overlay.read, self.stamp,
+                                         notify=self.progress)
         named = {self.task.path} | {f.resolved for f in built.frames if f.resolved}
         server = (self.settings.base_url, (await self.engine.client.info()).model)  # asked by the prompt already
         key = task_fingerprint(self.task, self._seen_hashes(p for p in named if p), self.overlay.root, server)
@@ -435,8 +437,10 @@ class _Run:
             tool_choice=tool_choice if self.tools else None,
             json_schema=json_schema,
             fix_id=self.fix_id,
-            session_id=hashlib.sha256(str(self.overlay.root).encode()).hexdigest()[:16],
+            session_id=self._session(),
             progress=self._live_thinking() if thinking else None,
+            notify=self.progress,  # a retry (busy server, broken stream) is one line the user sees
+            deadline=self.started + self.settings.limits.fix_deadline_seconds,
         )
         a = self.accounting
         if thinking:
@@ -468,6 +472,11 @@ class _Run:
             return None
         tail = live_thinking.ThinkingTail(lambda t: self.progress(live_thinking.encode(t)))
         return StreamProgress(on_reasoning=tail.feed)
+
+    def _session(self) -> str:
+        if getattr(self, "_session_id", None) is None:  # asked once per fix: it may read the cache folder
+            self._session_id = identity.session_id(self.settings, self.overlay.root)
+        return self._session_id
 
     def _patch_request(self) -> str:
         if not self.tools:

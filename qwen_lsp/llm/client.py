@@ -8,10 +8,14 @@ non-thinking (`enable_thinking: false`, the card's non-thinking preset).
 
 from __future__ import annotations
 
+import asyncio
+import email.utils
 import json
 import os
+import random
 import re
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +29,7 @@ from qwen_lsp.llm import dialect
 from qwen_lsp.llm.parsing import split_reasoning
 from qwen_lsp.settings import SamplingPreset, Settings
 from qwen_lsp.llm.tokens import count_tokens
+from qwen_lsp.types import NOTICE
 
 # Both routes of the README: a GPU that fits vLLM, or llama.cpp through serve-local on anything else.
 SERVER_HINT = (
@@ -54,6 +59,33 @@ class ToolsUnsupported(ModelServerError):
 class RequestRejected(ModelServerError):
     """The server is up and refused this request (HTTP 4xx): a bad request, key or model name,
     not an outage. Retrying the same request cannot help."""
+
+
+class KeyRejected(RequestRejected):
+    """HTTP 401/403: the server (or a gateway in front of it) wants a key qwen-lsp did not send."""
+
+
+KEY_HINT = ("set QWEN_LSP_API_KEY to the server's key (the one its --api-key names, or your key for the router "
+            "or gateway in front of it; in an editor, its apiKey setting)")
+
+
+class ServerBusy(ModelServerError):
+    """The server (or the router in front of it) is up but answered 429, 503 or 408 until the time
+    allowed for waiting ran out: not an outage, and not a rejection. Trying later helps."""
+
+
+class StreamBroken(ModelServerError):
+    """The answer stopped mid-stream (connection reset, a replica killed) twice in a row: the server
+    was reached both times, so this is not "cannot reach"."""
+
+
+# Answers that mean "busy, try again later": a rate limit, an overloaded server, a router's queue timeout.
+BUSY_STATUSES = frozenset({408, 429, 503})
+Notify = Callable[[str], None]
+
+
+class _BrokenStream(Exception):
+    """The stream ended without its final chunk (or its connection broke after the answer began)."""
 
 
 class ToolCall(BaseModel):
@@ -129,7 +161,7 @@ class ServerInfo(BaseModel):
 class ModelClient:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self._oai = AsyncOpenAI(
+        self._oai = _OpenAI(
             base_url=settings.base_url,
             api_key=settings.api_key,
             # read: the longest silence between two streamed chunks (a silent server is given up on);
@@ -138,7 +170,9 @@ class ModelClient:
                 settings.request_timeout, connect=settings.connect_timeout,
                 read=min(settings.request_timeout, settings.limits.stream_idle_seconds),
             ),
-            max_retries=settings.max_retries,  # SDK retries connection errors, 408/429/5xx with backoff
+            # The SDK retries connection errors and 5xx with backoff; busy answers (408/429/503) come back
+            # to `complete`, which waits as long as the server asks, with jitter, within the fix's deadline.
+            max_retries=settings.max_retries,
             http_client=_plain_http_client(settings.base_url),
         )
         self._info: ServerInfo | None = None
@@ -151,13 +185,22 @@ class ModelClient:
         """What `info` learnt, without asking: None until the server has answered once."""
         return self._info
 
-    async def info(self) -> ServerInfo:
-        """Model id and max_model_len from GET /v1/models (asked once)."""
+    async def info(self, notify: Notify | None = None) -> ServerInfo:
+        """Model id and max_model_len from GET /v1/models (asked once; a busy server is waited for,
+        each wait told to `notify`)."""
         if self._info is None:
-            try:
-                page = await self._oai.models.list()
-            except openai.APIError as exc:
-                raise self._explain(exc, "GET /models") from exc
+            started, busy = time.monotonic(), 0
+            while True:
+                try:
+                    page = await self._oai.models.list()
+                    break
+                except openai.APIStatusError as exc:
+                    if exc.status_code not in BUSY_STATUSES:
+                        raise self._explain(exc, "GET /models") from exc
+                    busy += 1
+                    await self._wait_busy(exc, busy, started, started + self.settings.busy_wait_seconds, notify)
+                except openai.APIError as exc:
+                    raise self._explain(exc, "GET /models") from exc
             models = list(page.data)
             if not models and not self.settings.model:
                 raise ModelServerError(f"The server at {self.settings.base_url} serves no model. {SERVER_HINT}")
@@ -179,18 +222,25 @@ class ModelClient:
         fix_id: str | None = None,
         session_id: str | None = None,
         progress: StreamProgress | None = None,
+        notify: Notify | None = None,
+        deadline: float | None = None,
+        background: bool = False,
     ) -> Completion:
         """One streamed chat completion, logged to calls.jsonl. Cancelling the
         awaiting task closes the stream, which makes vLLM abort the request.
-        `progress`, when given, follows the stream as it arrives."""
+        `progress`, when given, follows the stream as it arrives. `notify` hears one line per retry
+        (prefixed NOTICE); `deadline` (time.monotonic) bounds the waiting on a busy server;
+        `background` work (review on save) waits for a per-server slot and yields to the fix."""
         request = ChatRequest(messages, thinking, max_tokens, tools, tool_choice, json_schema)
         started = time.monotonic()
         completion = Completion(thinking=thinking)
         outcome = "cancelled"
         try:
             session = self.settings.session_id or session_id
-            completion = _finish(await self._stream(request, completion, session, progress or StreamProgress()),
-                                 request.tools if request.tool_choice != "none" else None)
+            async with _background_slot(self.settings, background):
+                completion = _finish(await self._retrying(request, session, progress or StreamProgress(),
+                                                          notify or (lambda _line: None), deadline, background),
+                                     request.tools if request.tool_choice != "none" else None)
             outcome = "ok"
             return completion
         except ModelServerError as exc:
@@ -212,25 +262,81 @@ class ModelClient:
                 ),
             )
 
+    async def _retrying(self, request: ChatRequest, session: str | None, progress: StreamProgress,
+                        notify: Notify, deadline: float | None, background: bool) -> Completion:
+        """`_stream`, again once after a stream that broke off (nothing was used of it), and again after
+        each busy answer for as long as the server asks and the deadline allows."""
+        await self.info(notify)
+        started = time.monotonic()
+        wait_until = started + self.settings.busy_wait_seconds
+        if deadline is not None:
+            wait_until = min(wait_until, deadline)
+        broken = busy = 0
+        while True:
+            try:
+                return await self._stream(request, Completion(thinking=request.thinking), session, progress, background)
+            except _BrokenStream as exc:
+                broken += 1
+                if broken > 1:
+                    raise StreamBroken(
+                        f"The model server at {self.settings.base_url} closed the answer mid-stream twice ({exc}); "
+                        "nothing was applied. It is up: try again, and if it keeps happening look at its log "
+                        "(a replica restarting, a proxy's timeout)."
+                    ) from None
+                notify(f"{NOTICE}the model server closed the answer mid-stream ({exc}); asking again on a new connection")
+            except openai.APIStatusError as exc:
+                if exc.status_code not in BUSY_STATUSES:
+                    raise self._explain(exc, "POST /chat/completions") from exc
+                busy += 1
+                await self._wait_busy(exc, busy, started, wait_until, notify)
+            progress.started = progress.first_token = None
+            progress.chunks = progress.nbytes = 0
+
+    async def _wait_busy(self, exc: openai.APIStatusError, busy: int, started: float, wait_until: float,
+                         notify: Notify | None) -> None:
+        """Sleep as the busy server asks (or back off), saying so; ServerBusy when that would pass `wait_until`."""
+        delay = busy_delay(exc.response.headers, busy)
+        if time.monotonic() + delay > wait_until:
+            waited = time.monotonic() - started
+            raise ServerBusy(
+                f"The model server at {self.settings.base_url} is busy: it answered HTTP {exc.status_code} "
+                f"{busy} time(s) in {waited:.0f} s ({_error_message(exc)}). It is up; try again later, "
+                "or raise busy_wait_seconds."
+            ) from exc
+        if notify is not None:
+            notify(f"{NOTICE}model server busy (HTTP {exc.status_code}), retrying in {delay:.0f} s")
+        await asyncio.sleep(delay)
+
     async def _stream(self, request: ChatRequest, completion: Completion, session: str | None,
-                      progress: StreamProgress) -> Completion:
+                      progress: StreamProgress, background: bool) -> Completion:
+        """One attempt. Raises openai.APIStatusError for a busy answer and _BrokenStream for an answer
+        that began and broke off; every other failure as a ModelServerError."""
         info = await self.info()
         preset = self.settings.thinking if request.thinking else self.settings.non_thinking
         kwargs = self._request(request, info, preset)
-        if session:
-            # A session-affinity router keeps one workspace on one replica's prefix cache.
-            kwargs["user"] = session
-            kwargs["extra_headers"] = {"x-session-id": session}
-        started = progress.started = time.monotonic()
+        routing = routing_fields(self.settings, session, background=background)
+        kwargs["extra_body"].update(routing.pop("extra_body", {}))
+        kwargs.update(routing)
+        progress.started = time.monotonic()
         try:
             stream = await self._oai.chat.completions.create(**kwargs)
+        except openai.APIStatusError as exc:
+            if exc.status_code in BUSY_STATUSES:
+                raise
+            raise self._explain(exc, "POST /chat/completions") from exc
         except openai.APIError as exc:
             raise self._explain(exc, "POST /chat/completions") from exc
         try:
             completion = await _collect(stream, completion, progress, self.settings.limits.answer_max_bytes)
+            if completion.finish_reason is None:
+                raise _BrokenStream(f"the stream ended after {progress.chunks} chunks without a finish reason")
             if completion.usage_counted_locally:
                 _count_usage(completion, request)
             return completion
+        except openai.APITimeoutError as exc:  # silent for stream_idle_seconds: not retried
+            raise self._explain(exc, "streaming /chat/completions") from exc
+        except openai.APIConnectionError as exc:
+            raise _BrokenStream(f"the connection broke after {progress.chunks} chunks") from exc
         except openai.APIError as exc:
             raise self._explain(exc, "streaming /chat/completions") from exc
         finally:
@@ -280,12 +386,150 @@ class ModelClient:
             message = _error_message(exc)
             if exc.status_code == 400 and re.search(r"tool.choice|tool-call-parser|tool calling", message, re.IGNORECASE):
                 return ToolsUnsupported(f"The model server at {url} refused tool calling: {message}")
-            if 400 <= exc.status_code < 500 and exc.status_code not in (408, 429):
+            if exc.status_code in (401, 403):
+                sent = "no key" if self.settings.api_key in ("", "EMPTY") else "the key it was given"
+                return KeyRejected(
+                    f"The model server at {url} is up but rejected {what} with HTTP {exc.status_code} ({message}): "
+                    f"it wants an API key and qwen-lsp sent {sent}; {KEY_HINT}"
+                )
+            if 400 <= exc.status_code < 500 and exc.status_code not in BUSY_STATUSES:
                 return RequestRejected(
                     f"The model server at {url} is up but rejected {what} with HTTP {exc.status_code}: {message}"
                 )
+            if exc.status_code in BUSY_STATUSES:
+                return ServerBusy(f"The model server at {url} is up but busy: it answered {what} with HTTP "
+                                  f"{exc.status_code} ({message}); try again later")
             return ModelServerError(f"The model server at {url} answered {what} with HTTP {exc.status_code}: {message}")
         return ModelServerError(f"{what} at {url} failed: {exc}")
+
+
+class _OpenAI(AsyncOpenAI):
+    """The SDK's client, except that busy answers are not retried by the SDK (two quick retries, in
+    step across every client of a team): ModelClient waits for them as the server asks."""
+
+    def _should_retry(self, response: Any) -> bool:
+        if response.status_code in BUSY_STATUSES:
+            return False
+        return super()._should_retry(response)
+
+
+# Waiting on a busy server: exponential from BUSY_FIRST_DELAY up to BUSY_MAX_DELAY, each wait drawn
+# between half and all of it (full jitter spreads a team's clients apart); a server's own
+# Retry-After / x-ratelimit-reset-* wins when it says more.
+BUSY_FIRST_DELAY = 1.0
+BUSY_MAX_DELAY = 30.0
+BUSY_MAX_ASKED = 120.0  # a Retry-After longer than this is waited for this long, then asked again
+
+
+def busy_delay(headers: Any, attempt: int, rng: random.Random | None = None) -> float:
+    """Seconds to wait before busy attempt `attempt` + 1 (pure, given `rng`): what the server asks
+    for (plus a little jitter, so clients told the same second do not return in step), else backoff."""
+    rng = rng or random
+    asked = server_asked_delay(headers)
+    if asked is not None:
+        return min(asked, BUSY_MAX_ASKED) + rng.uniform(0, min(1.0, asked / 4 + 0.1))
+    ceiling = min(BUSY_MAX_DELAY, BUSY_FIRST_DELAY * 2 ** (attempt - 1))
+    return rng.uniform(ceiling / 2, ceiling)
+
+
+def server_asked_delay(headers: Any) -> float | None:
+    """The wait a server asked for: Retry-After (seconds or an HTTP date), retry-after-ms, or the
+    largest x-ratelimit-reset-* (OpenAI style "1s", "6m0s", "20ms", or plain seconds); None if none."""
+    if headers is None:
+        return None
+    found: list[float] = []
+    if (ms := headers.get("retry-after-ms")) is not None:
+        try:
+            found.append(float(ms) / 1000)
+        except ValueError:
+            pass
+    if (after := headers.get("retry-after")) is not None:
+        try:
+            found.append(float(after))
+        except ValueError:
+            when = email.utils.parsedate_to_datetime(after) if _looks_like_date(after) else None
+            if when is not None:
+                found.append(when.timestamp() - time.time())
+    for name in ("x-ratelimit-reset-requests", "x-ratelimit-reset-tokens", "x-ratelimit-reset"):
+        if (value := headers.get(name)) is not None and (seconds := _duration(value)) is not None:
+            found.append(seconds)
+    found = [max(0.0, f) for f in found if f == f]  # drop NaN
+    return max(found) if found else None
+
+
+def _looks_like_date(text: str) -> bool:
+    try:
+        email.utils.parsedate_to_datetime(text)
+        return True
+    except (TypeError, ValueError, IndexError):
+        return False
+
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+
+
+def _duration(text: str) -> float | None:
+    """"1.5" -> 1.5; "6m0s" -> 360; "20ms" -> 0.02; anything else None."""
+    text = text.strip()
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    parts = _DURATION.findall(text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        return None
+    scale = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+    return sum(float(n) * scale[u] for n, u in parts)
+
+
+def routing_fields(settings: Settings, session: str | None, *, background: bool = False) -> dict[str, Any]:
+    """What a request carries for routers and gateways, all from the user's own settings (a
+    repository's may not set them): x-session-id (one workspace of one developer, for session
+    affinity), `user` only when the user set user_id (never the workspace hash), extra headers,
+    vLLM's `priority` only when the server runs --scheduling-policy priority, and `cache_salt`."""
+    headers = dict(settings.extra_headers)
+    if session:
+        headers["x-session-id"] = session
+    fields: dict[str, Any] = {}
+    if headers:
+        fields["extra_headers"] = headers
+    if settings.user_id:
+        fields["user"] = settings.user_id
+    body: dict[str, Any] = {}
+    if settings.priority_scheduling:
+        # vLLM: lower values are scheduled first; any non-zero value is a 400 without the priority policy.
+        body["priority"] = settings.background_priority if background else 0
+    if settings.cache_salt:
+        body["cache_salt"] = settings.cache_salt
+    if body:
+        fields["extra_body"] = body
+    return fields
+
+
+# The cap on concurrent background requests is per model server, so it lives beside the clients,
+# not in one of them: a language server has a client per workspace, all talking to one server.
+# Keyed by the event loop too (an asyncio.Semaphore belongs to one loop), weakly: a loop closed forgets them.
+_BACKGROUND_SLOTS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Semaphore]] = (
+    weakref.WeakKeyDictionary())
+
+
+class _background_slot:
+    """`async with`: nothing for a fix the user waits for; for background work, one of the server's
+    background_max_concurrent slots."""
+
+    def __init__(self, settings: Settings, background: bool) -> None:
+        self._semaphore: asyncio.Semaphore | None = None
+        if background and settings.background_max_concurrent > 0:
+            slots = _BACKGROUND_SLOTS.setdefault(asyncio.get_running_loop(), {})
+            self._semaphore = slots.setdefault(settings.base_url, asyncio.Semaphore(settings.background_max_concurrent))
+
+    async def __aenter__(self) -> None:
+        if self._semaphore is not None:
+            await self._semaphore.acquire()
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._semaphore is not None:
+            self._semaphore.release()
 
 
 async def _collect(stream: Any, completion: Completion, progress: StreamProgress, max_bytes: int) -> Completion:
@@ -425,6 +669,8 @@ def _error_message(exc: openai.APIStatusError) -> str:
     body = exc.body
     if isinstance(body, dict):
         inner = body.get("error", body)
+        if isinstance(inner, str) and inner:  # vLLM's 401: {"error": "Unauthorized"}
+            return inner
         if isinstance(inner, dict) and inner.get("message"):
             return str(inner["message"])
         if body.get("message"):

@@ -50,7 +50,8 @@ class Reviews:
             if not diff:
                 return None
             return await review_diff(diff, root, settings, engine.client, think=False, cache=engine.cache,
-                                     read_file=lambda r: text if r == rel else None)
+                                     read_file=lambda r: text if r == rel else None,
+                                     background=not whole_file)  # on save: yields to the fixes
 
         async with server.activity.progress(f"Qwen: reviewing {rel}"):
             result = await worker.run(review())

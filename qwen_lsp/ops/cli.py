@@ -48,8 +48,15 @@ def _model_command(args: argparse.Namespace) -> int:
     print(f"# {plan.weights.upper()} weights, tensor parallel {plan.tensor_parallel}, "
           f"{plan.data_parallel} replica(s), {plan.kv_cache_gib} GiB KV cache per replica")
     print(plan.shell())
-    if plan.data_parallel > 1 or args.gpus > 1:
-        print("# Behind a router: set QWEN_LSP_BASE_URL to the router; qwen-lsp sends x-session-id per workspace.")
+    if plan.data_parallel > 1:
+        print(f"# Or, for a team: {plan.data_parallel} servers behind the vLLM Router (pip install vllm-router), "
+              "which keeps each developer's session on one replica's prefix cache (docs/team.md):")
+        for line in serving.replica_commands(plan):
+            print(line)
+        print("# Point QWEN_LSP_BASE_URL at the router (http://HOST:8000/v1); qwen-lsp sends x-session-id.")
+    else:
+        print("# A team on several such machines: the vLLM Router in front of them (docs/team.md):")
+        print("# " + " ".join(serving.router_command(["http://HOST1:8000", "http://HOST2:8000"])))
     print()
     print(serving.LLAMA_CPP_ROUTE)
     return 0

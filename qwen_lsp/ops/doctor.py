@@ -9,13 +9,17 @@ from __future__ import annotations
 import asyncio
 import json
 import urllib.error
+import uuid
 import urllib.request
 from collections.abc import Awaitable, Callable
 
 from pydantic import BaseModel
 
 from qwen_lsp.engine import sandbox, sandbox_limits
-from qwen_lsp.llm.client import ModelClient, ModelServerError, ReasoningExhausted, ToolsUnsupported, SERVER_HINT
+from qwen_lsp.llm.client import (
+    KEY_HINT, SERVER_HINT, KeyRejected, ModelClient, ModelServerError, ReasoningExhausted, RequestRejected, ServerBusy,
+    ToolsUnsupported,
+)
 from qwen_lsp.llm.parsing import loads_loose
 from qwen_lsp.settings import Settings
 from qwen_lsp.llm.tokens import count_tokens
@@ -60,7 +64,7 @@ PROBES = {"thinking": "_thinking", "non-thinking": "_non_thinking", "tool calls"
 async def run_doctor(settings: Settings, on_check: Callable[[Check], None] | None = None,
                      on_start: Callable[[str], None] | None = None) -> list[Check]:
     """Every check, in order; `on_check` hears each one as it completes, `on_start` what runs next."""
-    client = ModelClient(settings.model_copy(update={"max_retries": 0}))
+    client = ModelClient(settings.model_copy(update={"max_retries": 0, "busy_wait_seconds": 10}))
     checks: list[Check] = []
 
     def done(*new: Check) -> None:
@@ -79,6 +83,14 @@ async def run_doctor(settings: Settings, on_check: Callable[[Check], None] | Non
         starting(f"reaching {settings.base_url}")
         try:
             info = await client.info()
+        except KeyRejected as exc:  # up, and wants a key: starting a server is not the fix
+            done(Check(name="server reachable", ok=False, detail=str(exc).split(": it wants")[0], fix=KEY_HINT))
+            return checks
+        except (RequestRejected, ServerBusy) as exc:  # up: say what it answered, not how to start one
+            done(Check(name="server reachable", ok=False, detail=str(exc),
+                       fix="check QWEN_LSP_BASE_URL and QWEN_LSP_MODEL" if isinstance(exc, RequestRejected)
+                       else "the server is up but busy: run doctor again later"))
+            return checks
         except ModelServerError as exc:
             done(Check(name="server reachable", ok=False, detail=str(exc).replace(SERVER_HINT, "").strip(),
                        fix=f"{SERVER_HINT}. {SERVE_HINT}"))
@@ -95,9 +107,19 @@ async def run_doctor(settings: Settings, on_check: Callable[[Check], None] | Non
                 fix="" if long_enough else context_fix,
             )
         )
+        router = await asyncio.to_thread(router_workers, settings)
+        if router is not None:
+            done(router_check(router))
         for what, probe in PROBES.items():
             starting(what)
-            done(*await _guard(globals()[probe], client, local))
+            found = await _guard(globals()[probe], client, local)
+            for check in found if router is not None else []:
+                if check.name == "prefix caching effective" and not check.ok:  # most likely the routing
+                    check.fix = f"{ROUTER_POLICY_FIX}; else {check.fix}"
+            done(*found)
+        if router is not None:
+            starting("session affinity")
+            done(*await _guard(_session_affinity, client, local))
         starting("tokenizer")
         done(await _tokenizer(settings, info.model))
     finally:
@@ -191,8 +213,9 @@ async def _cached_tokens_and_prefix(client: ModelClient, local: bool) -> list[Ch
     if local:
         return [Check(name="prefix caching", ok=True,
                       detail="llama.cpp reuses the previous request's prompt prefix (it reports no cached tokens)")]
-    first = await client.complete(_user(PREFIX_PROBE), thinking=False, max_tokens=8)
-    second = await client.complete(_user(PREFIX_PROBE), thinking=False, max_tokens=8)
+    # One session: behind a session-affinity router both land on one replica's cache.
+    first = await client.complete(_user(PREFIX_PROBE), thinking=False, max_tokens=8, session_id=DOCTOR_SESSION)
+    second = await client.complete(_user(PREFIX_PROBE), thinking=False, max_tokens=8, session_id=DOCTOR_SESSION)
     reported = first.cached_tokens_reported and second.cached_tokens_reported
     checks = [Check(name="cached-token reporting", ok=reported,
                     detail="usage.prompt_tokens_details present" if reported else "no prompt_tokens_details in usage",
@@ -225,6 +248,56 @@ async def _tokenizer(settings: Settings, model: str) -> Check:
     ok = server == local
     return Check(name="tokenizer agreement", ok=ok, detail=f"local {local} tokens, server {server}",
                  fix="" if ok else "the server's model is not Qwen3.6 (budgets will be off); check QWEN_LSP_MODEL")
+
+
+# -- behind a router (docs/team.md) ------------------------------------------------------------------
+
+DOCTOR_SESSION = "qwen-lsp-doctor"
+ROUTER_POLICY_FIX = ("start the router with --policy consistent_hash: it keeps each x-session-id on one replica "
+                     "(its default, cache_aware, ignores the header); docs/team.md")
+
+
+class RouterWorkers(BaseModel):
+    urls: list[str]
+    healthy: int
+
+
+def router_workers(settings: Settings) -> RouterWorkers | None:
+    """The vLLM Router's workers, from its GET /workers; None when the server is not one (vLLM itself
+    answers 404 there; LiteLLM and other gateways cannot be told apart this way)."""
+    root = settings.base_url.rstrip("/").removesuffix("/v1")
+    request = urllib.request.Request(f"{root}/workers", headers={"authorization": f"Bearer {settings.api_key}"})
+    try:
+        with urllib.request.urlopen(request, timeout=settings.connect_timeout) as answer:
+            body = json.loads(answer.read())
+    except (OSError, ValueError):
+        return None
+    workers = body.get("workers") if isinstance(body, dict) else None
+    if not isinstance(workers, list) or not all(isinstance(w, dict) and "url" in w for w in workers):
+        return None
+    return RouterWorkers(urls=[str(w["url"]) for w in workers], healthy=sum(1 for w in workers if w.get("is_healthy")))
+
+
+def router_check(router: RouterWorkers) -> Check:
+    ok = router.healthy > 0
+    return Check(name="router", ok=ok,
+                 detail=f"a vLLM Router in front of {len(router.urls)} worker(s), {router.healthy} healthy",
+                 fix="" if ok else "no healthy worker behind the router: start the vLLM servers it names (GET /workers)")
+
+
+async def _session_affinity(client: ModelClient, local: bool) -> list[Check]:
+    """Two requests of one session, the second extending the first as a fix's rounds do: behind a
+    router its cache hits only if both reached the same replica."""
+    session = f"{DOCTOR_SESSION}-{uuid.uuid4().hex[:8]}"  # a session no replica has seen yet
+    opening = _user(f"{session}: {PREFIX_PROBE}")
+    first = await client.complete(opening, thinking=False, max_tokens=8, session_id=session)
+    follow_up = [*opening, first.assistant_message(), *_user("And once more.")]
+    second = await client.complete(follow_up, thinking=False, max_tokens=8, session_id=session)
+    hit = second.cached_tokens >= first.prompt_tokens // 2
+    return [Check(name="session reaches its cache", ok=hit,
+                  detail=f"second request of one session: {second.cached_tokens} of {second.prompt_tokens} prompt "
+                         "tokens cached" + ("" if hit else " (it went to another replica)"),
+                  fix="" if hit else ROUTER_POLICY_FIX)]
 
 
 def render_check(check: Check) -> str:

@@ -119,6 +119,35 @@ def _command(model: str, context: int, tp: int, dp: int, seqs: int, mtp: bool) -
     return command
 
 
+# The vLLM Router (PyPI vllm-router): consistent_hash routes on the x-session-id header qwen-lsp sends
+# (one workspace of one developer), so a session's prompts keep meeting one replica's prefix cache.
+ROUTER_PORT = 8000
+REPLICA_FIRST_PORT = 8001
+
+
+def router_command(worker_urls: list[str], port: int = ROUTER_PORT) -> list[str]:
+    return ["vllm-router", "--host", "0.0.0.0", "--port", str(port), "--policy", "consistent_hash",
+            "--worker-urls", *worker_urls]
+
+
+def replica_commands(plan: ServePlan) -> list[str]:
+    """One `vllm serve` per replica, each on its own GPUs and port, then the router in front: the
+    shell lines for a plan with data_parallel > 1 (its --data-parallel-size made explicit)."""
+    base = [part for part in plan.command]
+    if "--data-parallel-size" in base:
+        at = base.index("--data-parallel-size")
+        del base[at:at + 2]
+    lines, urls = [], []
+    for replica in range(plan.data_parallel):
+        gpus = ",".join(str(g) for g in range(replica * plan.tensor_parallel, (replica + 1) * plan.tensor_parallel))
+        port = REPLICA_FIRST_PORT + replica
+        command = [*base, "--host", "127.0.0.1", "--port", str(port)]
+        lines.append(f"CUDA_VISIBLE_DEVICES={gpus} " + " ".join(shlex.quote(p) for p in command) + " &")
+        urls.append(f"http://127.0.0.1:{port}")
+    lines.append(" ".join(shlex.quote(p) for p in router_command(urls)))
+    return lines
+
+
 LLAMA_CPP_ROUTE = """\
 # No GPU, a Mac, or one 24-32 GiB GPU: llama.cpp with a GGUF quantization of Qwen3.6-27B
 # downloaded from Hugging Face (Q4_K_M is about 17 GB), served OpenAI-compatible on :8000.

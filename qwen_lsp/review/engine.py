@@ -29,6 +29,7 @@ from unidiff.errors import UnidiffParseError
 from qwen_lsp.context import git_context, source, treesitter
 from qwen_lsp.engine.cache import StateCache
 from qwen_lsp.engine.prompts import REVIEW_VERSION, SYSTEM_PROMPT
+from qwen_lsp.llm import identity
 from qwen_lsp.llm.client import ModelClient, ModelServerError, ServerUnavailable, StreamProgress
 from qwen_lsp.llm.parsing import loads_loose
 from qwen_lsp.settings import Settings
@@ -472,12 +473,14 @@ async def review_diff(
     read_file: ReadFile | None = None,
     deadline: float | None = None,
     names: list[tuple[str, str]] | None = None,
+    background: bool = False,
 ) -> ReviewResult:
     """Review `diff` (paths relative to `workspace`). Never raises for model-server
     trouble: an unreachable server gives `available=False`, any other failure `error`.
 
     `read_file(relpath)` returns the new version of a file (default: the disk);
-    `deadline` bounds the whole review in seconds; `names`: see `parse_diff`."""
+    `deadline` bounds the whole review in seconds; `names`: see `parse_diff`; `background`: nobody waits
+    for it (review on save): it takes one of the server's background slots and yields to fixes."""
     try:
         files = parse_diff(diff, names)
     except DiffError as exc:
@@ -491,7 +494,8 @@ async def review_diff(
             return hit.model_copy(update={"cached": True, "prompt_tokens": 0, "completion_tokens": 0, "cached_tokens": 0})
     progress = StreamProgress()
     try:
-        result = await asyncio.wait_for(_ask(diff, files, workspace, settings, client, think, read_file, progress), deadline)
+        result = await asyncio.wait_for(_ask(diff, files, workspace, settings, client, think, read_file, progress,
+                                             background), deadline)
     except (asyncio.TimeoutError, TimeoutError):
         return ReviewResult(findings=[], available=False, error=deadline_message(deadline or 0, progress, think))
     except ServerUnavailable as exc:
@@ -519,13 +523,14 @@ def deadline_message(deadline: float, progress: StreamProgress, think: bool) -> 
 
 async def _ask(
     diff: str, files: list[ChangedFile], workspace: Path, settings: Settings, client: ModelClient, think: bool,
-    read_file: ReadFile | None, progress: StreamProgress | None = None,
+    read_file: ReadFile | None, progress: StreamProgress | None = None, background: bool = False,
 ) -> ReviewResult:
     # git and tree-sitter block; keep the language server's event loop free.
     messages = await asyncio.to_thread(build_messages, diff, files, workspace, settings, read_file)
     max_tokens = settings.plan_max_tokens if think else settings.patch_max_tokens
     completion = await client.complete(messages, thinking=think, max_tokens=max_tokens, json_schema=FINDINGS_SCHEMA,
-                                       progress=progress)
+                                       progress=progress, session_id=identity.session_id(settings, workspace),
+                                       background=background)
     result = ReviewResult(
         findings=[],
         prompt_tokens=completion.prompt_tokens,

@@ -148,7 +148,8 @@ async def test_session_id_is_sent_for_affinity_routers(vllm):
     vllm.script(Reply(content="ok"))
     await client_for(vllm, session_id="fix-42").complete(MESSAGES, thinking=False, max_tokens=5)
     request = [r for r in vllm.requests if r.path.endswith("/chat/completions")][0]
-    assert request.headers["x-session-id"] == "fix-42" and request.body["user"] == "fix-42"
+    # `user` is a developer's own id (user_id), never the session: see tests/llm/test_client_team.py
+    assert request.headers["x-session-id"] == "fix-42" and "user" not in request.body
 
 
 async def test_an_http_server_gets_a_client_that_never_speaks_tls_and_https_keeps_verified_certificates():

@@ -281,3 +281,20 @@ async def test_nothing_reviewable_asks_nothing(vllm: VLLMDouble) -> None:
     finally:
         await client.close()
     assert result.reviewed and result.findings == [] and vllm.chat_requests() == []
+
+
+async def test_a_background_review_carries_the_workspaces_session_and_the_background_priority(
+        calc_repo: GitRepo, vllm: VLLMDouble) -> None:
+    from qwen_lsp.llm import identity
+
+    vllm.script(findings_reply(bug_finding()), findings_reply(bug_finding()))
+    settings = _settings(vllm.base_url).model_copy(update={"priority_scheduling": True})
+    client = ModelClient(settings)
+    try:
+        await review_diff(_staged_diff(calc_repo), calc_repo.root, settings, client, background=True)  # on save
+        await review_diff(_staged_diff(calc_repo), calc_repo.root, settings, client, think=True)  # asked for
+    finally:
+        await client.close()
+    on_save, asked = [r for r in vllm.requests if r.path.endswith("/chat/completions")]
+    assert on_save.body["priority"] == 10 and asked.body["priority"] == 0  # vLLM serves lower first
+    assert on_save.headers["x-session-id"] == identity.session_id(settings, calc_repo.root)
