@@ -57,15 +57,17 @@ class UI:
         """A spinner with the engine's current phase and the elapsed time; yields the progress callback."""
         # The live thinking line only on a terminal, and never with --json (everything goes to stderr then).
         status = _Status(thoughts=self.console.is_terminal and self.fd == 1)
+
+        def progress(phase: str) -> None:
+            if phase.startswith(NOTICE):  # a retry the user should see afterwards too: a line of its own
+                self.say(f"qfix: {phase.removeprefix(NOTICE)}", "yellow")
+            else:
+                status.set_phase(phase)
+
         if not self.console.is_terminal:  # a log or a pipe (`--json 2>log`): no spinner, no cursor codes
-            yield status.set_phase
+            yield progress
             return
         with Live(status, console=self.console, refresh_per_second=8, transient=True):
-            def progress(phase: str) -> None:
-                if phase.startswith(NOTICE):  # a retry the user should see afterwards too: a line of its own
-                    self.say(f"qfix: {phase.removeprefix(NOTICE)}", "yellow")
-                else:
-                    status.set_phase(phase)
             yield progress
 
     # -- the result ----------------------------------------------------------------------------
