@@ -152,7 +152,7 @@ class Fixes:
         only = params.context.only
         actions: list[types.CodeAction] = []
         if lsp_convert.kind_allowed(types.CodeActionKind.QuickFix, only):
-            if params.context.diagnostics:
+            if params.context.diagnostics and not self.server.folders.outside(path):
                 self.prefetch(self.task_for(params.context.diagnostics[0], root, rel), root)
             resolves = background_fix.resolves_edits(self.server.client_capabilities)
             for diagnostic in params.context.diagnostics:
@@ -191,6 +191,9 @@ class Fixes:
             return action  # not one of ours
         diagnostic = lsp_convert.CONVERTER.structure(data.diagnostic, types.Diagnostic)
         path, root, rel = self.server.folders.locate(data.uri)
+        if refused := self.server.folders.outside(path):
+            action.disabled = types.CodeActionDisabled(reason=refused)
+            return action
         task = self.task_for(diagnostic, root, rel)
         outcome = await self.attempt(task, root, f"Qwen: fixing {lsp_convert.short_problem(diagnostic.message)}")
         if isinstance(outcome, ModelUnavailable):
@@ -256,7 +259,9 @@ class Fixes:
         return answer is not None and answer.title == APPLY
 
     async def cmd_ask(self, args: protocol.AskArgs) -> protocol.ApplyOutcome:
-        _path, root, rel = self.server.folders.locate(args.uri)
+        path, root, rel = self.server.folders.locate(args.uri)
+        if refused := self.server.folders.outside(path):
+            return protocol.ApplyOutcome(applied=False, summary=f"not applied: {refused}")
         start, end = lsp_convert.lines_of_range(_lsp_range(args.range))
         task = Task(kind=TaskKind.instruction, description=args.instruction, path=rel, start_line=start, end_line=end)
         outcome = await self.attempt(task, root, "Qwen: " + lsp_convert.short_problem(args.instruction))
@@ -267,6 +272,8 @@ class Fixes:
 
     async def cmd_fix(self, args: protocol.FixArgs) -> protocol.ApplyOutcome:
         path, root, rel = self.server.folders.locate(args.uri)
+        if refused := self.server.folders.outside(path):
+            return protocol.ApplyOutcome(applied=False, summary=f"not applied: {refused}")
         if args.diagnostic is not None:
             diagnostic = lsp_convert.CONVERTER.structure(args.diagnostic, types.Diagnostic)
         else:
@@ -295,7 +302,9 @@ class Fixes:
         return await self.apply(root, outcome, f"Fix {rel}:{first}" + (f" ({checks})" if checks else ""))
 
     async def cmd_explain(self, args: protocol.Selection) -> protocol.ExplainOutcome:
-        _path, root, rel = self.server.folders.locate(args.uri)
+        path, root, rel = self.server.folders.locate(args.uri)
+        if refused := self.server.folders.outside(path):
+            return protocol.ExplainOutcome(markdown=f"Qwen could not answer: {refused}")
         start, end = lsp_convert.lines_of_range(_lsp_range(args.range))
         task = Task(kind=TaskKind.explain, description=f"Explain lines {start}-{end} of {rel}.", path=rel,
                     start_line=start, end_line=end)
