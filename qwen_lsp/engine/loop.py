@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import hashlib
-import json
 import logging
 import re
 import time
@@ -43,6 +42,7 @@ from qwen_lsp.llm.parsing import loads_loose, parse_edit_blocks
 from qwen_lsp.engine.risk import classify, is_test_command
 from qwen_lsp.sanitize import visible
 from qwen_lsp.settings import Settings
+from qwen_lsp.engine.tool_args import loads_arguments
 from qwen_lsp.engine.tools import TOOLS, ToolBox, size_error
 from qwen_lsp.engine.sandbox_limits import SandboxLimits
 from qwen_lsp.engine.validate import check_parse, run_verify
@@ -462,7 +462,7 @@ def _drop_broken_calls(reply: Completion) -> list[ToolCall]:
     broken: list[ToolCall] = []
     for call in reply.tool_calls:
         try:
-            ok = isinstance(json.loads(call.arguments), dict)
+            ok = isinstance(loads_arguments(call.arguments), dict)
         except ValueError:
             ok = False
         (kept if ok else broken).append(call)

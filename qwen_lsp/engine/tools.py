@@ -6,7 +6,6 @@ by one pydantic model per tool (tool_args.py) before a tool runs."""
 from __future__ import annotations
 
 import fnmatch
-import json
 import logging
 import os
 import stat
@@ -17,7 +16,7 @@ from pydantic import ValidationError
 
 from qwen_lsp.engine import risk
 from qwen_lsp.engine.edits import EditError, apply_edit
-from qwen_lsp.engine.tool_args import ARGUMENTS, describe_errors
+from qwen_lsp.engine.tool_args import ARGUMENTS, describe_errors, loads_arguments
 from qwen_lsp.types import ShellSuggestion
 from qwen_lsp.engine.overlay import Overlay, PathOutsideWorkspace, UnwritablePath
 from qwen_lsp.engine.protected import ProtectedPath
@@ -103,7 +102,7 @@ class ToolBox:
         if model is None:
             return f"Error: unknown tool {name!r}. Available: " + ", ".join(t["function"]["name"] for t in TOOLS)
         try:
-            args = json.loads(arguments) if isinstance(arguments, str | bytes) else arguments
+            args = loads_arguments(arguments) if isinstance(arguments, str | bytes) else arguments
         except ValueError as exc:
             return f"Error: the arguments of {name} are not valid JSON ({exc}). Send a JSON object."
         if args is None:

@@ -66,7 +66,7 @@ def _xml_value(raw: str) -> Any:
     # Qwen3-Coder writes strings verbatim and other types as JSON.
     try:
         value = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # 200,000 nested arrays: kept as the text it is
         return raw
     return value if not isinstance(value, str) else raw
 
