@@ -23,6 +23,7 @@ from qwen_lsp.llm import calllog
 from qwen_lsp.llm.parsing import parse_xml_tool_calls, split_reasoning
 from qwen_lsp.settings import SamplingPreset, Settings
 from qwen_lsp.llm.tokens import count_tokens
+from qwen_lsp.sanitize import valid_unicode
 
 # Both routes of the README: a GPU that fits vLLM, or llama.cpp through serve-local on anything else.
 SERVER_HINT = (
@@ -175,7 +176,8 @@ class ModelClient:
         """One streamed chat completion, logged to calls.jsonl. Cancelling the
         awaiting task closes the stream, which makes vLLM abort the request.
         `progress`, when given, follows the stream as it arrives."""
-        request = ChatRequest(messages, thinking, max_tokens, tools, tool_choice, json_schema)
+        # Text that is not valid Unicode (a latin-1 file via git) cannot be encoded: U+FFFD for its bytes.
+        request = ChatRequest(valid_unicode(messages), thinking, max_tokens, tools, tool_choice, json_schema)
         started = time.monotonic()
         completion = Completion(thinking=thinking)
         outcome = "cancelled"
