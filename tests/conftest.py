@@ -24,7 +24,8 @@ def own_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     (`qwen-lsp stats` would count its calls as theirs) or their qfix shell records and undo history.
     XDG_CACHE_HOME stays: pip's cache and the built llama.cpp and code-server live under it."""
     root = tmp_path_factory.mktemp("user-dirs")
-    dirs = {"QWEN_LSP_CACHE_DIR": root / "cache", "QFIX_STATE_DIR": root / "state"}
+    # QFIX_WARM_DIR: warm sockets are per user, not per state folder (warm_client.socket_dir).
+    dirs = {"QWEN_LSP_CACHE_DIR": root / "cache", "QFIX_STATE_DIR": root / "state", "QFIX_WARM_DIR": root / "warm"}
     for name, path in dirs.items():
         monkeypatch.setenv(name, str(path))
     monkeypatch.setenv("QFIX_WARM", "0")  # no qfix of a test leaves a warm process behind (tests/terminal start theirs)
