@@ -132,6 +132,9 @@ class FixResult(BaseModel):
     # files git ignores. Either kind is written only after the user's explicit yes (never by qfix --yes).
     runs_later: list[str] = Field(default_factory=list)
     not_tracked: list[str] = Field(default_factory=list)
+    # Changed files inside a git submodule (or another repository nested in the workspace): "path
+    # (submodule NAME)". Another repository: like an ignored file, only after an explicit yes.
+    in_submodule: list[str] = Field(default_factory=list)
 
 
 class CachedState(BaseModel):

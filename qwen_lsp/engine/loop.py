@@ -16,11 +16,12 @@ import asyncio
 import functools
 import hashlib
 import logging
+import os
 import re
 import time
 import uuid
 from collections.abc import Callable, Hashable, Iterable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from qwen_lsp.llm import calllog
@@ -434,6 +435,8 @@ class _Run:
             refused_writes=list(dict.fromkeys(self.overlay.refused)),
             runs_later=shown.runs_later,
             not_tracked=shown.not_tracked,
+            in_submodule=[f"{c.path} (submodule {sub})" for c in (changes if outcome != "failed" else [])
+                          if (sub := nested_repository(self.overlay.root, c.path))],
         )
 
     def _listing(self, changes: list[FileChange]) -> runs_later.Listing:
@@ -453,6 +456,17 @@ def parse_plan(content: str) -> Plan:
     except (ValueError, TypeError):
         text = content.strip()
         return Plan(steps=[text[:2000]] if text else [])
+
+
+def nested_repository(root: Path, rel: str) -> str | None:
+    """The folder (workspace-relative) of the git submodule or nested repository holding `rel`, or None:
+    the nearest folder above it, below `root`, with a `.git` of its own (a file, for a submodule)."""
+    parts = PurePosixPath(rel).parts[:-1]
+    for depth in range(len(parts), 0, -1):
+        folder = PurePosixPath(*parts[:depth])
+        if os.path.lexists(root / folder / ".git"):
+            return folder.as_posix()
+    return None
 
 
 def _drop_broken_calls(reply: Completion) -> list[ToolCall]:

@@ -140,7 +140,8 @@ class Fixes:
             codec=server.workspace.position_codec,
             document_changes=bool(ws_edit and ws_edit.document_changes),
             annotations=bool(ws_edit and ws_edit.change_annotation_support is not None),
-            confirm=[*(r.split(" (")[0] for r in result.runs_later), *result.not_tracked] if confirm else (),
+            confirm=[*(r.split(" (")[0] for r in [*result.runs_later, *result.in_submodule]), *result.not_tracked]
+            if confirm else (),
         )
 
     # -- code actions -------------------------------------------------------------------------------
