@@ -1,7 +1,10 @@
 """Hostile inputs stay cheap: search_code with a catastrophic-backtracking pattern, and the
 tree-sitter parse check on long runs of broken syntax (issue 13). Figures only, no pass/fail.
 
-    python bench/bench_hostile.py
+Then the attack and fault classes of issue 35 (round 3), each tried in-process through the APIs
+the entry points use, and counted: "held" when it got nowhere (hostile_round3.py).
+
+    python bench/bench_hostile.py [--round3-only]
 """
 
 from __future__ import annotations
@@ -27,6 +30,16 @@ def timed(fn) -> float:
 
 
 def main() -> None:
+    if "--round3-only" not in sys.argv:
+        cheap()
+    from hostile_round3 import run_all  # bench/hostile_round3.py
+
+    held, total = run_all()
+    print(f"round 3 attack and fault classes held: {held}/{total}")
+    figure("round 3 classes held", held, f"of {total}")
+
+
+def cheap() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         for i in range(200):

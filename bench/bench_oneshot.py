@@ -117,7 +117,7 @@ def measure(variants: list[Variant], django: Path, runs: int, command_seconds: f
             for n, (code, warm) in enumerate(variants):
                 own = Path(tmp) / str(n)
                 envs[code, warm] = {**os.environ, "QWEN_LSP_BASE_URL": base_url, "QWEN_LSP_CACHE_DIR": str(own / "cache"),
-                                    "QWEN_LSP_MAX_RETRIES": "0", "QFIX_STATE_DIR": str(own / "state"),
+                                    "QWEN_LSP_MAX_RETRIES": "0", "QFIX_STATE_DIR": str(own / "state"), "QFIX_WARM_DIR": str(own / "warm"),
                                     "BENCH_FAILED_AT": str(stamp), "BENCH_COMMAND_SECONDS": str(command_seconds),
                                     "NO_COLOR": "1", "QFIX_WARM": "1" if warm else "0"}
                 envs[code, warm].pop("TMUX", None)

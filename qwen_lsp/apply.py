@@ -121,7 +121,8 @@ def apply_writes(root: Path, writes: list[Write], *, journal: Path | None = None
     root = Path(os.path.realpath(root))
     with journals.locked(journal) if journal is not None else contextlib.nullcontext():
         try:
-            earlier = journals.recover_locked(journal) if journal is not None else None
+            earlier = (journals.recover_locked(journal, root, [f.path.parent for f in side])
+                       if journal is not None else None)
         except journals.JournalError as exc:
             raise ApplyError(f"not applied, nothing was changed: {exc}") from exc
         if earlier is not None:  # the files may differ from what the fix was computed from: the user decides again

@@ -14,7 +14,11 @@
 A target that is neither as before nor as the fix has it was changed by someone since the
 write: it is never overwritten; it is named in the result and its old bytes are saved next
 to the journal. The journal folder is the user's own state (never inside the workspace):
-a repository cannot plant a journal that "restores" its own text.
+a repository cannot plant a journal that "restores" its own text. And should a journal
+be planted all the same (qfix's state inside a dotfiles repository at $HOME, before that
+folder was protected), roll back touches only the journal's own workspace and the side
+folders its caller names (the undo history): a journal naming any other path is refused
+whole, with a message, and kept aside unread.
 """
 
 from __future__ import annotations
@@ -24,12 +28,14 @@ import fcntl
 import hashlib
 import os
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
+
+from qwen_lsp.files import inside
 
 JOURNAL = "journal.json"
 TEMP_SUFFIX = ".qwen-tmp"
@@ -117,13 +123,15 @@ def discard(folder: Path) -> None:
     sync_dir(folder)
 
 
-def recover(folder: Path) -> Rollback | None:
-    """Roll back the write a dead process left in `folder`; None when there is none."""
+def recover(folder: Path, root: Path, side_dirs: Sequence[Path] = ()) -> Rollback | None:
+    """Roll back the write a dead process left in `folder`; None when there is none. `root`: the
+    workspace this journal folder belongs to; `side_dirs`: the only folders outside it the
+    journal may name (the undo history its writes go with)."""
     with locked(folder):
-        return recover_locked(folder)
+        return recover_locked(folder, root, side_dirs)
 
 
-def recover_locked(folder: Path) -> Rollback | None:
+def recover_locked(folder: Path, root: Path, side_dirs: Sequence[Path] = ()) -> Rollback | None:
     (folder / (JOURNAL + ".partial")).unlink(missing_ok=True)  # died writing the journal: nothing else was
     path = folder / JOURNAL
     try:
@@ -131,15 +139,50 @@ def recover_locked(folder: Path) -> Rollback | None:
     except FileNotFoundError:
         return None
     except (OSError, ValidationError, ValueError) as exc:
-        aside = path.with_name(f"unreadable-{os.getpid()}-{JOURNAL}")
-        os.replace(path, aside)
+        aside = _aside(path)
         why = exc.strerror if isinstance(exc, OSError) else "not a journal qwen-lsp wrote"
         raise JournalError(f"an interrupted write's journal cannot be read ({why}); nothing was rolled back; "
                            f"it is kept as {aside}") from exc
+    stray = outside_paths(journal, root, side_dirs)
+    if stray:
+        aside = _aside(path)
+        raise JournalError(f"an interrupted write's journal names {', '.join(stray[:3])}, outside its workspace "
+                           f"{os.path.realpath(root)}; it was not written by qwen-lsp for this workspace, so nothing "
+                           f"was rolled back; it is kept as {aside}")
     result = roll_back(journal, folder)
     if not result.failed:
         discard(folder)
     return result
+
+
+def _aside(path: Path) -> Path:
+    aside = path.with_name(f"unreadable-{os.getpid()}-{JOURNAL}")
+    os.replace(path, aside)
+    return aside
+
+
+def outside_paths(journal: Journal, root: Path, side_dirs: Sequence[Path] = ()) -> list[str]:
+    """Every path `journal` would write that is not in `root` (symlinks resolved) or directly in one
+    of `side_dirs`; its root too when that is not `root`. Empty for every journal qwen-lsp wrote."""
+    real_root = os.path.realpath(root)
+    stray = [] if os.path.realpath(journal.root) == real_root else [journal.root]
+    sides = {os.path.realpath(d) for d in side_dirs}
+
+    def ours(path: str, *, folder: bool = False) -> bool:
+        if not os.path.isabs(path):
+            return False
+        rel = inside(Path(real_root), path)
+        if rel is not None and rel != "." and os.path.normpath(path) == os.path.join(real_root, rel):
+            return True  # in the workspace, spelled as apply spells it: no symlink on the way
+        return not folder and os.path.realpath(os.path.dirname(path)) in sides
+
+    for target in journal.targets:
+        if not ours(target.path):
+            stray.append(target.path)
+        elif Path(target.temp).parent != Path(target.path).parent:
+            stray.append(target.temp)
+    stray += [d for d in journal.made_dirs + journal.dropped_dirs if not ours(d, folder=True)]
+    return stray
 
 
 def roll_back(journal: Journal, folder: Path | None) -> Rollback:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterator
+from typing import Any
 
 # Control characters other than \n and \t, every "format" character (bidi controls,
 # zero-width joiners, BOM, soft hyphen...), line/paragraph separators and lone surrogates.
@@ -99,6 +100,30 @@ def diff_lines(diff: str) -> Iterator[tuple[str, list[tuple[str, bool]]]]:
     line is content, and is shown (str.splitlines would silently break the line there)."""
     for line in diff.removesuffix("\n").split("\n") if diff else []:
         yield line, list(diff_line_parts(line))
+
+
+def valid_unicode(value: Any) -> Any:
+    """`value` (text, or lists and dicts of it: a request's messages) with every lone surrogate gone,
+    so that it encodes as UTF-8: a byte of a file that is not UTF-8, kept by surrogateescape (git's
+    output, a latin-1 source), becomes U+FFFD as a UTF-8 decoder would show it. Untouched (the same
+    object) when already valid, which keeps a prompt's prefix byte-stable."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            try:
+                raw = value.encode("utf-8", "surrogateescape")
+            except UnicodeEncodeError:  # a surrogate no decoder made (e.g. "\\ud800" in JSON)
+                raw = value.encode("utf-8", "surrogatepass")
+            return raw.decode("utf-8", "replace")
+        return value
+    if isinstance(value, list):
+        cleaned = [valid_unicode(v) for v in value]
+        return value if all(a is b for a, b in zip(cleaned, value)) else cleaned
+    if isinstance(value, dict):
+        pairs = {k: valid_unicode(v) for k, v in value.items()}
+        return value if all(pairs[k] is v for k, v in value.items()) else pairs
+    return value
 
 
 def json_safe(json_text: str) -> str:

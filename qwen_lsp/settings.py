@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 import logging
+import math
 import os
 import re
 from pathlib import Path
@@ -415,10 +416,33 @@ def repo_settings(table: dict[str, Any], source: Path | str, *, trusted: bool,
             ", ".join(ignored), source, TRUSTED_WORKSPACES_ENV,
         )
     kept, raised = _not_raised(kept, baseline if baseline is not None else _defaults(), "")
+    kept, odd = _finite(kept, "")
+    if odd:
+        log.warning("qwen-lsp: ignoring %s from %s: a limit must be a finite number.", ", ".join(odd), source)
     if raised:
         log.warning("qwen-lsp: ignoring %s from %s: a repository's settings may lower limits, never raise them.",
                     ", ".join(raised), source)
     return kept
+
+
+# Limits where 0 means "no limit": a repository's 0 raises any other value.
+ZERO_IS_UNLIMITED = frozenset({"copy_file_max_bytes", "sandbox_memory_mb", "sandbox_processes",
+                               "sandbox_file_size_mb", "sandbox_cpu_seconds"})
+
+
+def _finite(table: dict[str, Any], prefix: str) -> tuple[dict[str, Any], list[str]]:
+    """`table` without numbers that are not finite (nan, inf: "took longer than nan s" ends every fix)."""
+    kept: dict[str, Any] = {}
+    odd: list[str] = []
+    for key, value in table.items():
+        if isinstance(value, dict) and key == "limits" and not prefix:
+            kept[key], deeper = _finite(value, "limits.")
+            odd += deeper
+        elif (number := _number(value)) is not None and not math.isfinite(number):
+            odd.append(f"{prefix}{key} = {value}")
+        else:
+            kept[key] = value
+    return kept, odd
 
 
 def _defaults() -> dict[str, Any]:
@@ -437,6 +461,8 @@ def _not_raised(table: dict[str, Any], baseline: dict[str, Any], prefix: str) ->
             continue
         limit = key in LOWER_ONLY_KEYS if not prefix else key in Limits.model_fields
         ours, theirs = _number(baseline.get(key)), _number(value)
+        if key in ZERO_IS_UNLIMITED:  # compared as the user reads them: 0 is the largest of all
+            ours, theirs = (math.inf if n == 0 else n for n in (ours, theirs))
         if limit and ours is not None and theirs is not None and theirs > ours:
             raised.append(f"{prefix}{key} = {value} (above {baseline.get(key)})")
             continue

@@ -141,6 +141,9 @@ class FixResult(BaseModel):
     # from the end of the reasoning" (llm/dialect.py).
     recovered_calls: list[str] = Field(default_factory=list)
     fix_id: str | None = None  # Engine.refine continues this run's conversation while the engine keeps it
+    # Changed files inside a git submodule (or another repository nested in the workspace): "path
+    # (submodule NAME)". Another repository: like an ignored file, only after an explicit yes.
+    in_submodule: list[str] = Field(default_factory=list)
 
 
 class CachedState(BaseModel):

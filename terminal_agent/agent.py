@@ -216,6 +216,8 @@ def show(result: FixResult, ui: UI) -> None:
         ui.say(f"⚠ runs later: {item}", "bold yellow")
     for path in result.not_tracked:
         ui.say(f"⚠ not tracked by git: {path} (git ignores it: git status will not show this change)", "bold yellow")
+    for item in result.in_submodule:
+        ui.say(f"⚠ another repository: {item}; git status here will not show this change", "bold yellow")
     for suggestion in result.suggestions:
         ui.show_suggestion(suggestion)
 
@@ -249,7 +251,7 @@ def ask_to_apply(result: FixResult, failure: Failure, opts: Options, ui: UI,
         return "quit", None
     verify_command = None
     question = f"Apply the changes to {len(result.changes)} file(s)?"
-    if result.runs_later or result.not_tracked:
+    if result.runs_later or result.not_tracked or result.in_submodule:
         question = f"Apply the changes to {len(result.changes)} file(s), including the ones marked ⚠ above?"
     while (choice := ui.choose(question, refine=refinable)) == "edit":
         verify_command = ui.edit("Re-run to verify: ", verify_command or failure.command)
@@ -274,6 +276,8 @@ def needs_consent(result: FixResult) -> str | None:
         why.append("it changes files that run later (" + ", ".join(r.split(" (")[0] for r in result.runs_later) + ")")
     if result.not_tracked:
         why.append("it changes files git does not track (" + ", ".join(result.not_tracked) + ")")
+    if result.in_submodule:
+        why.append("it changes files of another repository (" + ", ".join(result.in_submodule) + ")")
     return " and ".join(why) + ", which needs an explicit [a]pply" if why else None
 
 

@@ -1,17 +1,13 @@
-"""Where qfix keeps its per-user state (shell records, undo history). Stdlib and
-platformdirs only: the shell integration asks for it at every shell start."""
+"""Where qfix keeps its per-user state (shell records, undo history). Stdlib, platformdirs
+and qwen_lsp.runpaths only: the shell integration asks for it at every shell start."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-from platformdirs import user_state_dir
+from qwen_lsp.runpaths import state_dir
 
-
-def state_dir() -> Path:
-    """QFIX_STATE_DIR overrides the platform's per-user state directory (tests use it)."""
-    return Path(os.environ.get("QFIX_STATE_DIR") or user_state_dir("qwen-lsp"))
+__all__ = ["sessions_dir", "state_dir"]
 
 
 def sessions_dir() -> Path:

@@ -56,6 +56,7 @@ class QfixReport(BaseModel):
     runs_later: list[str] = Field(default_factory=list)  # "path (why)": changed files a tool runs later
     not_tracked: list[str] = Field(default_factory=list)  # changed files git ignores
     recovered_calls: list[str] = Field(default_factory=list)  # tool calls found outside the server's parsing
+    in_submodule: list[str] = Field(default_factory=list)  # "path (submodule NAME)": another repository's files
     verification: Verification | None = None
     model: ModelUsage = Field(default_factory=ModelUsage)
     error: str | None = None
@@ -76,6 +77,7 @@ class QfixReport(BaseModel):
         self.refused_writes = list(result.refused_writes)
         self.recovered_calls = list(result.recovered_calls)
         self.runs_later, self.not_tracked = list(result.runs_later), list(result.not_tracked)
+        self.in_submodule = list(result.in_submodule)
         self.model = ModelUsage(
             thinking_calls=a.thinking_calls, non_thinking_calls=a.non_thinking_calls, prompt_tokens=a.prompt_tokens,
             completion_tokens=a.completion_tokens, cached_tokens=a.cached_tokens, wall_seconds=round(a.wall_seconds, 3),

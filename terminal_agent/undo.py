@@ -55,7 +55,7 @@ def journal_dir(workspace: Path) -> Path:
 
 def recover(workspace: Path) -> journal.Rollback | None:
     """Roll back a fix or an undo that a killed qfix left half written in `workspace`."""
-    return journal.recover(journal_dir(workspace))
+    return journal.recover(journal_dir(workspace), workspace, [_history(workspace)])
 
 
 def _entries(workspace: Path) -> list[Path]:

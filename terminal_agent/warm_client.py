@@ -12,6 +12,12 @@ one detached for next time and thinks in-process now; a daemon that dies mid-fix
 and an in-process fix (agent.py). Only the user's environment turns it off (QFIX_WARM=0): nothing in
 a repository is read to decide.
 
+How many: a daemon is started only for interactive use (a terminal on stdin and stderr; QFIX_WARM=1
+starts one for scripts too), one per code for each user whatever their state folder (the sockets
+live in one per-user folder, not in QFIX_STATE_DIR: scripts that run `qfix --yes` with fresh state
+each time used to leave a ~180 MB daemon per run), and at most QFIX_WARM_MAX (default 2) codes at
+once: a user with more checkouts thinks in-process in the others.
+
 Stdlib only at import: qfix connects before it has imported the engine.
 """
 
@@ -37,6 +43,9 @@ if TYPE_CHECKING:
 
 ENV_SWITCH = "QFIX_WARM"  # "0": never connect, never start one
 ENV_IDLE = "QFIX_WARM_IDLE"  # seconds a daemon waits for a connection before it exits
+ENV_DIR = "QFIX_WARM_DIR"  # the socket folder (tests and benchmarks isolate theirs); default: one per user
+ENV_MAX = "QFIX_WARM_MAX"  # daemons (codes) one user may have at once
+DEFAULT_MAX = 2
 DEFAULT_IDLE_SECONDS = 15 * 60
 CONNECT_SECONDS = 1.0
 MAX_LINE = 64 * 1024 * 1024  # a FixResult carries whole files: generous, but bounded
@@ -53,12 +62,35 @@ def enabled() -> bool:
 
 
 def socket_dir() -> Path:
-    """$XDG_RUNTIME_DIR/qfix, or <qfix state dir>/warm. An explicit QFIX_STATE_DIR wins: everything
-    of qfix's per-user state follows it (the tests' daemons never meet the user's)."""
+    """QFIX_WARM_DIR, else $XDG_RUNTIME_DIR/qfix, else /tmp/qfix-<uid>: one folder per user, shared
+    by every state folder (a daemon's child takes on each client's environment, QFIX_STATE_DIR
+    included), so fresh state per run does not mean a fresh daemon per run."""
+    explicit = os.environ.get(ENV_DIR)
+    if explicit and os.path.isabs(explicit):
+        return Path(explicit)
     runtime = os.environ.get("XDG_RUNTIME_DIR")
-    if runtime and not os.environ.get("QFIX_STATE_DIR"):
+    if runtime and os.path.isabs(runtime):
         return Path(runtime) / "qfix"
-    return state_dir() / "warm"
+    return Path("/tmp") / f"qfix-{os.getuid()}"  # not $TMPDIR: scripts set their own
+
+
+def max_daemons() -> int:
+    try:
+        return max(1, int(os.environ.get(ENV_MAX, DEFAULT_MAX)))
+    except ValueError:
+        return DEFAULT_MAX
+
+
+def start_refused() -> str | None:
+    """Why this qfix starts no daemon for next time, or None. Only for interactive use (a terminal on
+    stdin and stderr: a script's qfix has no "next time" worth 180 MB), unless QFIX_WARM=1; and never
+    beyond max_daemons() live ones of this user."""
+    if os.environ.get(ENV_SWITCH) != "1" and not (os.isatty(0) and os.isatty(2)):
+        return "not interactive"
+    live = len(starting())
+    if live >= max_daemons():
+        return f"{live} warm processes of this user already run ({ENV_MAX}={max_daemons()})"
+    return None
 
 
 def private_dir(*, create: bool) -> Path:
@@ -248,7 +280,8 @@ def open_session(cwd: Path) -> Session | None:
         path = socket_path(folder, code)
         found = connect(path)
         if found is None:
-            if len(os.fsencode(path)) <= SUN_PATH_MAX and not broken_path(folder, code).exists():
+            if len(os.fsencode(path)) <= SUN_PATH_MAX and not broken_path(folder, code).exists() \
+                    and start_refused() is None:
                 start_daemon(code)
             return None
         sock, pid = found
@@ -361,7 +394,7 @@ def status_command(stop: bool) -> int:
         print(f"warm process: cannot run for this code: {broken.read_text(errors='replace').strip()} "
               f"(qfix thinks in-process; remove {broken} to try again)")
     elif not answered:
-        print("warm process: none running" + ("" if stop or not enabled() else " (the next qfix starts one)"))
+        print("warm process: none running" + ("" if stop or not enabled() else " (the next qfix in a terminal starts one)"))
     if not stop:
         print(f"warm process log: {log_path()}")
     return 0

@@ -80,7 +80,8 @@ def own_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     (`qwen-lsp stats` would count its calls as theirs) or their qfix shell records and undo history.
     (XDG_CACHE_HOME is the run's own, set above, for what forgets these.)"""
     root = tmp_path_factory.mktemp("user-dirs")
-    dirs = {"QWEN_LSP_CACHE_DIR": root / "cache", "QFIX_STATE_DIR": root / "state",
+    # QFIX_WARM_DIR: warm sockets are per user, not per state folder (warm_client.socket_dir).
+    dirs = {"QWEN_LSP_CACHE_DIR": root / "cache", "QFIX_STATE_DIR": root / "state", "QFIX_WARM_DIR": root / "warm",
             # the user's own configuration file (qwen_lsp/settings.py) is theirs, not the suite's
             "QWEN_LSP_CONFIG_FILE": root / "config.toml"}
     for name, path in dirs.items():

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
 import shutil
 import time
@@ -92,6 +93,8 @@ def task_fingerprint(task: Task, file_hashes: dict[str, str], root: Path | None 
 def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
 
+log = logging.getLogger(__name__)
+
 
 class StateCache:
     """Size-bounded, persistent, process-safe store of pydantic models."""
@@ -101,15 +104,23 @@ class StateCache:
         self._size_limit = size_limit_mb * 1024 * 1024
         self._cache = self._open()
 
-    def _open(self) -> diskcache.Cache:
+    def _open(self) -> diskcache.Cache | None:
+        """The cache; None (after one warning) when its folder cannot be used at all: the cache is an
+        optimisation, and a full or read-only disk must not stop a fix."""
         try:
             cache = diskcache.Cache(str(self.directory), size_limit=self._size_limit)
             cache.check(fix=False)  # touches the database: fails here when corrupted
             return cache
-        except Exception:  # noqa: BLE001 - any corruption: start empty, keep the old dir aside
+        except Exception as exc:  # noqa: BLE001 - corruption, or a folder that cannot be written
+            first = exc
+        try:  # corrupted: start empty, keep the old folder aside
             aside = self.directory.with_name(f"{self.directory.name}.corrupt-{int(time.time())}")
             shutil.move(str(self.directory), str(aside))
             return diskcache.Cache(str(self.directory), size_limit=self._size_limit)
+        except Exception:  # noqa: BLE001 - not corruption: the folder itself is unusable (full, read-only)
+            why = first.strerror if isinstance(first, OSError) and first.strerror else str(first) or type(first).__name__
+            log.warning("qwen-lsp: the cache folder %s cannot be used (%s): running without it", self.directory, why)
+            return None
 
     def get_state(self, key: str) -> CachedState | None:
         return self.get(key, CachedState)
@@ -118,6 +129,8 @@ class StateCache:
         self.put(key, state)
 
     def get(self, key: str, model: type[M]) -> M | None:
+        if self._cache is None:
+            return None
         try:
             raw: Any = self._cache.get(key)
         except Exception:  # noqa: BLE001 - an unreadable entry is a miss, never a crash
@@ -130,10 +143,13 @@ class StateCache:
             return None
 
     def put(self, key: str, value: BaseModel) -> None:
+        if self._cache is None:
+            return
         try:
             self._cache.set(key, value.model_dump_json())
         except Exception:  # noqa: BLE001 - a full or read-only disk must not fail the fix
             pass
 
     def close(self) -> None:
-        self._cache.close()
+        if self._cache is not None:
+            self._cache.close()

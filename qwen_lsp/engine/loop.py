@@ -15,13 +15,13 @@ from __future__ import annotations
 import asyncio
 import functools
 import hashlib
-import json
 import logging
+import os
 import re
 import time
 import uuid
 from collections.abc import Callable, Hashable, Iterable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from qwen_lsp.llm import calllog, identity
@@ -45,6 +45,7 @@ from qwen_lsp.llm.parsing import loads_loose, parse_edit_blocks
 from qwen_lsp.engine.risk import classify, is_test_command
 from qwen_lsp.sanitize import visible
 from qwen_lsp.settings import Settings
+from qwen_lsp.engine.tool_args import loads_arguments
 from qwen_lsp.engine.tools import TOOLS, ToolBox, size_error
 from qwen_lsp.engine.sandbox_limits import SandboxLimits
 from qwen_lsp.engine.validate import check_parse, run_verify
@@ -565,6 +566,8 @@ class _Run:
             runs_later=shown.runs_later,
             not_tracked=shown.not_tracked,
             recovered_calls=self.recovered,
+            in_submodule=[f"{c.path} (submodule {sub})" for c in (changes if outcome != "failed" else [])
+                          if (sub := nested_repository(self.overlay.root, c.path))],
         )
 
     def _listing(self, changes: list[FileChange]) -> runs_later.Listing:
@@ -594,6 +597,17 @@ def _plan_names_edits(plan: Plan | None) -> bool:
     return plan is not None and any(step.strip() and not _NO_EDIT_STEP.search(step) for step in plan.steps)
 
 
+def nested_repository(root: Path, rel: str) -> str | None:
+    """The folder (workspace-relative) of the git submodule or nested repository holding `rel`, or None:
+    the nearest folder above it, below `root`, with a `.git` of its own (a file, for a submodule)."""
+    parts = PurePosixPath(rel).parts[:-1]
+    for depth in range(len(parts), 0, -1):
+        folder = PurePosixPath(*parts[:depth])
+        if os.path.lexists(root / folder / ".git"):
+            return folder.as_posix()
+    return None
+
+
 def _drop_broken_calls(reply: Completion) -> list[ToolCall]:
     """Take the tool calls whose arguments are not a JSON object (cut off by max_tokens, or garbled)
     out of `reply`, so the conversation only ever holds well-formed calls; return them."""
@@ -601,7 +615,7 @@ def _drop_broken_calls(reply: Completion) -> list[ToolCall]:
     broken: list[ToolCall] = []
     for call in reply.tool_calls:
         try:
-            ok = isinstance(json.loads(call.arguments), dict)
+            ok = isinstance(loads_arguments(call.arguments), dict)
         except ValueError:
             ok = False
         (kept if ok else broken).append(call)

@@ -48,6 +48,7 @@ class Overlay:
         self._written: dict[str, str] = {}
         self.originals: dict[str, str | None] = {}  # None: did not exist when first looked at
         self.read_only: dict[str, str] = {}  # path -> why it cannot be edited
+        self.read_max_bytes: int | None = None  # larger files on disk are never read whole (ToolBox sets it)
 
     def relpath(self, path: str) -> str:
         """Workspace-relative POSIX path; refuses anything that escapes the workspace."""
@@ -64,7 +65,9 @@ class Overlay:
             return self.originals[rel]
         text = self._read_buffer(rel) if self._read_buffer else None
         if text is None:
-            found = read_text(self.root / rel)
+            if self.too_large(rel) is not None:
+                return None  # never kept: a later read_file may read it in parts (ToolBox)
+            found = read_text(self.root / rel, max_bytes=self.read_max_bytes)
             text = found.text if found is not None else None
             if found is not None and not found.utf8:
                 self.read_only[rel] = (
@@ -73,6 +76,17 @@ class Overlay:
                 )
         self.originals.setdefault(rel, text)
         return text
+
+    def too_large(self, rel: str) -> int | None:
+        """The size of `rel` on disk when it is over `read_max_bytes` and this fix has neither
+        read nor written it (a git-ignored dataset of gigabytes), else None."""
+        if self.read_max_bytes is None or rel in self._written or rel in self.originals:
+            return None
+        try:
+            info = os.stat(self.root / rel)
+        except (OSError, ValueError):
+            return None
+        return info.st_size if stat.S_ISREG(info.st_mode) and info.st_size > self.read_max_bytes else None
 
     def exists(self, path: str) -> bool:
         """Something is at `path`: a file of this fix, or anything on disk (a binary file, a folder)."""

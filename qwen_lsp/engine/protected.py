@@ -2,8 +2,10 @@
 without the user looking: git hooks and config (`core.fsmonitor` runs on `git status`),
 whatever git's configuration says it runs (a `core.hooksPath` folder, included config
 files, driver scripts: see runs_later.executed_paths), virtualenvs and installed packages
-(a `.pth` file runs on every start of Python), bytecode caches, and qwen-lsp's own cache
-(a poisoned cached plan).
+(a `.pth` file runs on every start of Python), bytecode caches, and qwen-lsp's own folders
+wherever they lie, inside a workspace too (runpaths.own_dirs: the cache with its plans and
+tokenizer, qfix's state with its journals, the build cache): a planted journal would be
+"rolled back" by the next qfix.
 
 One check, used by the overlay (the tool answers the model with the reason) and by
 `apply_changes` (a second line before anything is written, asking git afresh).
@@ -18,6 +20,7 @@ from pathlib import Path, PurePosixPath
 
 from qwen_lsp.engine.runs_later import ConfigEntry, executed_paths, git_reason
 from qwen_lsp.gitio import GitError, config_entries, repo_root
+from qwen_lsp.runpaths import own_dirs
 
 log = logging.getLogger(__name__)
 
@@ -72,10 +75,10 @@ def protected_reason(root: Path, rel: str, extra: Iterable[Path] = (),
         if (venv / "pyvenv.cfg").is_file():
             return f"{rel} is inside the virtualenv {PurePosixPath(*parts[:depth])}/"
     target = (root / rel).resolve()
-    for directory in extra:
+    for directory, what in [*((d, "qwen-lsp's cache directory") for d in extra), *own_dirs()]:
         directory = directory.resolve()
         if target == directory or directory in target.parents:
-            return f"{rel} is inside qwen-lsp's cache directory"
+            return f"{rel} is inside {what}"
     return None
 
 

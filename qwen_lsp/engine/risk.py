@@ -223,6 +223,10 @@ def _judge_command(node: bashlex.ast.node, verdict: _Verdict, depth: int, piped:
             _judge_redirect(part, verdict, words)
     if computed_name:
         verdict.add(Risk.destructive, "the program to run is only known at run time")
+    emptied = [r.output.word for r in node.parts if r.kind == "redirect" and r.type in (">", ">|")
+               and hasattr(r.output, "word") and r.output.word not in _HARMLESS_TARGETS]
+    if emptied and [w for w in words if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", w)] in ([], [":"], ["true"]):
+        verdict.add(Risk.destructive, f"`> {emptied[0]}` with no command empties the file, as truncate -s 0 does")
     own = _Verdict()
     _judge_words(words, own, depth, piped=piped)
     if substituted and own.risk != Risk.read_only:  # `rm $(...)`: which files is decided out of sight
@@ -303,12 +307,35 @@ def _judge_words(words: list[str], verdict: _Verdict, depth: int, *, piped: str 
         return verdict.add(Risk.destructive, _DESTROYS[prog])
     if prog == "crontab" and "-r" in args:
         return verdict.add(Risk.destructive, "crontab -r deletes every scheduled job")
+    if prog == "crontab" and any(a == "-" or not a.startswith("-") for a in args):
+        return verdict.add(Risk.destructive, "crontab FILE replaces every scheduled job with the file's")
+    if prog == "alias":
+        for definition in (a.partition("=")[2] for a in args if "=" in a):
+            _judge_script(definition, verdict, depth + 1)  # what the name will run from now on
+        return verdict.add(Risk.modifies_files)
+    if prog == "history" and any(re.match(r"^-[a-zA-Z]*[cd]", a) for a in args):
+        return verdict.add(Risk.destructive, "history -c/-d deletes the shell history")
+    if prog in ("at", "batch"):
+        return verdict.add(Risk.destructive, f"{prog} runs commands later, unseen" + (f" (from {piped})" if piped else ""))
+    if prog == "kill" and any(a in ("-1", "0", "-0") for a in _kill_targets(args)):
+        return verdict.add(Risk.destructive, "kill -1 (or 0) signals every process of the user (or group)")
+    if prog == "rsync" and any(a.startswith(("--delete", "--remove-source-files")) for a in args):
+        return verdict.add(Risk.destructive, "rsync --delete deletes files the source lacks")
     sub = args[0] if args else ""
     if prog in _NETWORK or sub in _NETWORK_SUB.get(prog, set()):
         return verdict.add(Risk.network)
     if prog in _READ_ONLY or sub in _READ_ONLY_SUB.get(prog, set()):
         return verdict.add(Risk.read_only)
     verdict.add(Risk.modifies_files)  # unknown: never read-only
+
+
+def _kill_targets(args: list[str]) -> list[str]:
+    """kill's process ids, after its signal (`-9`, `-KILL`, `-s KILL`, `-n 9`)."""
+    if args[:1] in (["-s"], ["-n"]):
+        return args[2:]
+    if args and re.match(r"^-([0-9]+|[A-Z][A-Z0-9+-]*)$", args[0]):
+        return args[1:]
+    return args
 
 
 def _unwrap(prog: str, args: list[str], verdict: _Verdict, depth: int) -> list[str] | None:
@@ -416,6 +443,11 @@ def _judge_git(args: list[str], verdict: _Verdict) -> None:
         return verdict.add(Risk.destructive, f"git {sub} rewrites history")
     if sub in ("tag", "update-ref") and flags & {"-d", "--delete"}:
         return verdict.add(Risk.destructive, f"git {sub} -d deletes a ref")
+    if sub == "config":
+        keys = [a for a in rest if not a.startswith("-")]
+        keys = keys[1:] if keys[:1] in (["set"], ["add"]) else keys  # git >= 2.46: `git config set KEY VALUE`
+        if keys and len(keys) >= 2 and _GIT_COMMAND_CONFIG.match(keys[0]):
+            return verdict.add(Risk.destructive, f"git config {keys[0]} makes git run a command")
     if sub in _NETWORK_SUB["git"]:
         return verdict.add(Risk.network)
     if sub in _READ_ONLY_SUB["git"] and not any(a.startswith(("--output", "--ext-diff")) for a in rest):

@@ -7,7 +7,8 @@ act on; the tools then only ever see well-formed values."""
 
 from __future__ import annotations
 
-from typing import Annotated
+import json
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 
@@ -107,3 +108,22 @@ def describe_errors(exc: ValidationError) -> str:
         message = error["msg"].removeprefix("Value error, ")
         clauses.append(f"{where}: {message}")
     return "; ".join(clauses[:5])
+
+
+MAX_DEPTH = 32  # of arrays and objects in one call's arguments; no tool needs more than 2
+
+
+def loads_arguments(raw: str | bytes) -> Any:
+    """A tool call's arguments decoded; ValueError (never RecursionError) when they are not JSON or
+    nest deeper than MAX_DEPTH: 200,000 nested arrays are malformed arguments, not a crash."""
+    try:
+        value = json.loads(raw)
+    except RecursionError:
+        raise ValueError(f"nested deeper than {MAX_DEPTH} levels") from None
+    level, todo = 0, [value]
+    while todo:  # breadth first, one level at a time: no recursion of our own
+        level += 1
+        todo = [v for item in todo if isinstance(item, dict | list) for v in (item.values() if isinstance(item, dict) else item)]
+        if level > MAX_DEPTH and todo:
+            raise ValueError(f"nested deeper than {MAX_DEPTH} levels")
+    return value

@@ -16,16 +16,18 @@ from pydantic import ValidationError
 
 from qwen_lsp.engine import risk
 from qwen_lsp.engine.edits import EditError, apply_edit
-from qwen_lsp.engine.tool_args import ARGUMENTS, describe_errors
+from qwen_lsp.engine.tool_args import ARGUMENTS, describe_errors, loads_arguments
 from qwen_lsp.llm.dialect import coerce_native
 from qwen_lsp.types import ShellSuggestion
 from qwen_lsp.engine.overlay import Overlay, PathOutsideWorkspace, UnwritablePath
 from qwen_lsp.engine.protected import ProtectedPath
+from qwen_lsp.files import is_binary
 from qwen_lsp.settings import Limits
 
 log = logging.getLogger(__name__)
 
 READ_LIMIT = 400  # lines per read_file call
+LINE_MAX_BYTES = 4_000  # of one line of a file too large to read whole; the rest of the line is skipped
 
 # RE2 runs in time linear in the text: no pattern can backtrack for hours. It refuses what would
 # need backtracking (backreferences, lookaround), which the model is told so it can rephrase.
@@ -82,6 +84,9 @@ class ToolBox:
     def __init__(self, overlay: Overlay, limits: Limits | None = None) -> None:
         self.overlay = overlay
         self.limits = limits or Limits()
+        # A file the fix could not write back (over file_max_bytes) is never read whole: read_file
+        # shows it in parts, streamed (a git-ignored dataset of gigabytes would take the process down).
+        overlay.read_max_bytes = self.limits.file_max_bytes
         self.suggestions: list[ShellSuggestion] = []
         self.finished: str | None = None
         self.edits_applied = 0
@@ -101,7 +106,11 @@ class ToolBox:
         if model is None:
             return f"Error: unknown tool {name!r}. Available: " + ", ".join(t["function"]["name"] for t in TOOLS)
         try:  # a number or object sent for a string parameter becomes its JSON text, as written
-            args = coerce_native(arguments, _PROPERTIES[name]) if isinstance(arguments, str | bytes) else arguments
+            if isinstance(arguments, str | bytes):
+                loads_arguments(arguments)  # ValueError (never RecursionError) when not JSON or nested too deep
+                args = coerce_native(arguments, _PROPERTIES[name])
+            else:
+                args = arguments
         except ValueError as exc:
             return f"Error: the arguments of {name} are not valid JSON ({exc}). Send a JSON object."
         if args is None:
@@ -126,6 +135,8 @@ class ToolBox:
 
     def _read_file(self, path: str, start_line: int | None = None, end_line: int | None = None) -> str:
         text = self.overlay.read(path)
+        if text is None and (size := self.overlay.too_large(self.overlay.relpath(path))) is not None:
+            return self._read_part(self.overlay.relpath(path), size, start_line, end_line)
         if text is None:
             return f"Error: {path} does not exist or cannot be read as text."
         rel = self.overlay.relpath(path)
@@ -136,6 +147,41 @@ class ToolBox:
         body = "\n".join(f"{n}|{lines[n - 1]}" for n in range(start, end + 1))
         more = f"\n[{len(lines) - end} more lines; read from line {end + 1}]" if end < len(lines) else ""
         return f"{rel} (lines {start}-{end} of {len(lines)}):\n{body}{more}{note}"
+
+    def _read_part(self, rel: str, size: int, start_line: int | None, end_line: int | None) -> str:
+        """Lines of a file too large to read whole, streamed: its head sniffed for binary first, each
+        line cut at LINE_MAX_BYTES, and no more than search_total_max_bytes read to reach them."""
+        start = max(1, start_line or 1)
+        end = max(start, min(end_line or start + READ_LIMIT - 1, start + READ_LIMIT - 1))
+        budget = self.limits.search_total_max_bytes
+        lines: list[str] = []
+        number, scanned = 0, 0
+        with open(self.overlay.root / rel, "rb") as fh:
+            if is_binary(fh.read(8192)):
+                return f"Error: {rel} is a binary file of {size} bytes; it cannot be read as text."
+            fh.seek(0)
+            while number < end and scanned < budget:
+                piece = fh.readline(LINE_MAX_BYTES)
+                if not piece:
+                    break
+                scanned += len(piece)
+                cut = False
+                tail = piece
+                while not tail.endswith(b"\n") and scanned < budget:  # an over-long line: the rest is skipped
+                    tail = fh.readline(LINE_MAX_BYTES)
+                    if not tail:
+                        break
+                    scanned += len(tail)
+                    cut = True
+                number += 1
+                if number >= start:
+                    text = piece.rstrip(b"\r\n").decode("utf-8", "replace")
+                    lines.append(f"{number}|{text}" + (" [line cut]" if cut else ""))
+        stopped = f"; stopped after reading {scanned // 1_000_000} MB" if scanned >= budget else ""
+        shown = f"lines {start}-{number}" if lines else f"no line {start}" + ("" if stopped else f": it has {number} lines")
+        return (f"{rel} ({shown}; the file has {size} bytes, too large to read whole or to edit: over "
+                f"{self.limits.file_max_bytes}{stopped}):\n" + "\n".join(lines)
+                + (f"\n[read more with start_line={number + 1}]" if lines and number == end else ""))
 
     def _search_code(self, pattern: str, glob: str | None = None) -> str:
         limits = self.limits
@@ -200,6 +246,8 @@ class ToolBox:
 
     def _edit_file(self, path: str, old_string: str, new_string: str) -> str:
         text = self.overlay.read(path)
+        if text is None and (size := self.overlay.too_large(self.overlay.relpath(path))) is not None:
+            return f"Error: {path} has {size} bytes; files over {self.limits.file_max_bytes} bytes are never edited."
         if text is None:
             return f"Error: {path} does not exist. Use create_file for a new file."
         if too_big := size_error(self.limits, path, new_string, None):

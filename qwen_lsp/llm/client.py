@@ -30,6 +30,7 @@ from qwen_lsp.llm.parsing import split_reasoning
 from qwen_lsp.settings import SamplingPreset, Settings
 from qwen_lsp.llm.tokens import count_tokens
 from qwen_lsp.types import NOTICE
+from qwen_lsp.sanitize import valid_unicode
 
 # Both routes of the README: a GPU that fits vLLM, or llama.cpp through serve-local on anything else.
 SERVER_HINT = (
@@ -231,7 +232,8 @@ class ModelClient:
         `progress`, when given, follows the stream as it arrives. `notify` hears one line per retry
         (prefixed NOTICE); `deadline` (time.monotonic) bounds the waiting on a busy server;
         `background` work (review on save) waits for a per-server slot and yields to the fix."""
-        request = ChatRequest(messages, thinking, max_tokens, tools, tool_choice, json_schema)
+        # Text that is not valid Unicode (a latin-1 file via git) cannot be encoded: U+FFFD for its bytes.
+        request = ChatRequest(valid_unicode(messages), thinking, max_tokens, tools, tool_choice, json_schema)
         started = time.monotonic()
         completion = Completion(thinking=thinking)
         outcome = "cancelled"

@@ -249,6 +249,8 @@ def consent_note(result: FixResult) -> str:
         notes.append("⚠ runs later: " + ", ".join(r.split(" (")[0] for r in result.runs_later))
     if result.not_tracked:
         notes.append("⚠ not tracked by git: " + ", ".join(result.not_tracked))
+    if result.in_submodule:
+        notes.append("⚠ another repository: " + ", ".join(result.in_submodule))
     return "".join(f"{n}; " for n in notes)
 
 

@@ -219,7 +219,8 @@ class Fixes:
             codec=server.workspace.position_codec,
             document_changes=bool(ws_edit and ws_edit.document_changes),
             annotations=bool(ws_edit and ws_edit.change_annotation_support is not None),
-            confirm=[*(r.split(" (")[0] for r in result.runs_later), *result.not_tracked] if confirm else (),
+            confirm=[*(r.split(" (")[0] for r in [*result.runs_later, *result.in_submodule]), *result.not_tracked]
+            if confirm else (),
         )
 
     # -- code actions -------------------------------------------------------------------------------
@@ -232,7 +233,7 @@ class Fixes:
         actions: list[types.CodeAction] = []
         if lsp_convert.kind_allowed(types.CodeActionKind.QuickFix, only):
             theirs = [d for d in params.context.diagnostics if d.code != protocol.COMMENT_CODE]
-            if theirs:
+            if theirs and not self.server.folders.outside(path):
                 self.prefetch(self.task_for(theirs[0], root, rel), root)
             resolves = background_fix.resolves_edits(self.server.client_capabilities)
             for diagnostic in params.context.diagnostics:
@@ -295,6 +296,9 @@ class Fixes:
             return action  # not one of ours
         diagnostic = lsp_convert.CONVERTER.structure(data.diagnostic, types.Diagnostic)
         path, root, rel = self.server.folders.locate(data.uri)
+        if refused := self.server.folders.outside(path):
+            action.disabled = types.CodeActionDisabled(reason=refused)
+            return action
         task = self.task_for(diagnostic, root, rel)
         outcome = await self.attempt(task, root, f"Qwen: fixing {lsp_convert.short_problem(diagnostic.message)}")
         if isinstance(outcome, ModelUnavailable):
@@ -360,7 +364,9 @@ class Fixes:
         return answer is not None and answer.title == APPLY
 
     async def cmd_ask(self, args: protocol.AskArgs) -> protocol.ApplyOutcome:
-        _path, root, rel = self.server.folders.locate(args.uri)
+        path, root, rel = self.server.folders.locate(args.uri)
+        if refused := self.server.folders.outside(path):
+            return protocol.ApplyOutcome(applied=False, summary=f"not applied: {refused}")
         start, end = lsp_convert.lines_of_range(_lsp_range(args.range))
         task = Task(kind=TaskKind.instruction, description=args.instruction, path=rel, start_line=start, end_line=end)
         outcome = await self.attempt(task, root, "Qwen: " + lsp_convert.short_problem(args.instruction))
@@ -371,6 +377,8 @@ class Fixes:
 
     async def cmd_fix(self, args: protocol.FixArgs) -> protocol.ApplyOutcome:
         path, root, rel = self.server.folders.locate(args.uri)
+        if refused := self.server.folders.outside(path):
+            return protocol.ApplyOutcome(applied=False, summary=f"not applied: {refused}")
         if args.diagnostic is not None:
             diagnostic = lsp_convert.CONVERTER.structure(args.diagnostic, types.Diagnostic)
         else:
@@ -399,7 +407,9 @@ class Fixes:
         return await self.apply(root, outcome, f"Fix {rel}:{first}" + (f" ({checks})" if checks else ""))
 
     async def cmd_explain(self, args: protocol.Selection) -> protocol.ExplainOutcome:
-        _path, root, rel = self.server.folders.locate(args.uri)
+        path, root, rel = self.server.folders.locate(args.uri)
+        if refused := self.server.folders.outside(path):
+            return protocol.ExplainOutcome(markdown=f"Qwen could not answer: {refused}")
         start, end = lsp_convert.lines_of_range(_lsp_range(args.range))
         task = Task(kind=TaskKind.explain, description=f"Explain lines {start}-{end} of {rel}.", path=rel,
                     start_line=start, end_line=end)

@@ -81,7 +81,7 @@ class Reviews:
         """Review-on-save (opt-in): debounced, and a newer save replaces a pending or running review."""
         path, root, _rel = self.server.folders.locate(params.text_document.uri)
         settings = self.server.folders.settings_for(root)
-        if not settings.review_on_save:
+        if not settings.review_on_save or self.server.folders.outside(path):
             return
         key = str(path)
         if (previous := self.pending.pop(key, None)) is not None:
@@ -101,6 +101,10 @@ class Reviews:
 
     async def cmd_review(self, args: protocol.ReviewArgs) -> protocol.ReviewOutcome:
         path, _root, _rel = self.server.folders.locate(args.uri)
+        if refused := self.server.folders.outside(path):  # its git history would be another file's
+            self.server.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning,
+                                                                    message=f"Qwen: {refused}"))
+            return protocol.ReviewOutcome(findings=0, reviewed=False)
         count = await self.review_file(path, whole_file=True)
         return protocol.ReviewOutcome(findings=count or 0, reviewed=count is not None)
 

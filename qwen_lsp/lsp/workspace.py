@@ -57,6 +57,15 @@ class Folders:
         roots = self.roots()
         return roots[0] if roots else (path if path.is_dir() else path.parent)
 
+    def outside(self, path: Path) -> str | None:
+        """Why Qwen cannot work on `path`, or None: it lies outside every workspace folder. A task
+        names its file relative to a folder, and the bare name of an outside file would name
+        another file there (a fix would edit `<folder>/app.py` for `/elsewhere/app.py`)."""
+        roots = self.roots()
+        if not roots or any(path == r or r in path.parents for r in roots):
+            return None
+        return f"{path} is not in a workspace folder: open its folder (or add it to the workspace) to ask Qwen about it"
+
     def locate(self, uri: str) -> tuple[Path, Path, str]:
         """The file system path of `uri`, its workspace folder, and its path relative to that
         folder (its name when it lies outside every folder)."""

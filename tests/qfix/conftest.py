@@ -42,7 +42,7 @@ def qfix_env(tmp_path: Path, vllm: VLLMDouble) -> dict[str, str]:
         "QFIX_STATE_DIR": str(tmp_path / "state"),
         "PYTHONDONTWRITEBYTECODE": "1",
         # A worktree's tests run that tree's code in qfix processes too, not the venv's install.
-        **{k: v for k, v in os.environ.items() if k in ("PYTHONPATH", "QFIX_WARM")},
+        **{k: v for k, v in os.environ.items() if k in ("PYTHONPATH", "QFIX_WARM", "QFIX_WARM_DIR")},
     }
 
 

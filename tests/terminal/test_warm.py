@@ -88,8 +88,10 @@ class Warm:
 @pytest.fixture
 def warm(qfix_env, monkeypatch) -> Iterator[Warm]:  # noqa: F811
     state = Path(tempfile.mkdtemp(prefix="qw-", dir="/tmp"))
-    env = {**qfix_env, "QFIX_STATE_DIR": str(state), "QFIX_WARM": "1", "QFIX_WARM_IDLE": "60"}
+    env = {**qfix_env, "QFIX_STATE_DIR": str(state), "QFIX_WARM_DIR": str(state / "warm"), "QFIX_WARM": "1",
+           "QFIX_WARM_IDLE": "60"}
     monkeypatch.setenv("QFIX_STATE_DIR", str(state))  # warm_client.ask in this process looks there too
+    monkeypatch.setenv("QFIX_WARM_DIR", str(state / "warm"))
     helper = Warm(env)
     yield helper
     helper.stop_all()
