@@ -26,6 +26,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from qwen_lsp.apply import ApplyError, RollbackFailed
+from qwen_lsp.context import preload
 from qwen_lsp.journal import JournalError
 from qwen_lsp.engine.protected import ProtectedPath
 from qwen_lsp.llm.client import ModelServerError, RequestRejected
@@ -47,6 +48,8 @@ from terminal_agent.state import ShellRecord, last_record, tmux_output, write_re
 from terminal_agent.ui import UI, Choice
 from terminal_agent.warm_client import Session, WarmLost
 
+
+INDEXED_SAY = 2.0  # an index build longer than this (seconds) leaves a line saying so, on a terminal
 
 # Why no fix came back, in the user's words (the engine's outcome names are for programs).
 NO_FIX = {
@@ -88,10 +91,14 @@ def fix(failure: Failure, opts: Options, ui: UI, report: QfixReport, warm: Sessi
     (warm_client.py) that thinks instead of this process; everything else happens here all the same."""
     settings = settings_for(failure.workspace, ui)
     notify_editor(failure, settings)
-    with ui.working() as progress:
+    # A first index build of a big workspace (here, not in a warm process) shows its counts; not with --json.
+    indexing = None if opts.json else lambda: preload.building(failure.workspace, settings.cache_dir)
+    with ui.working(indexing) as progress:
         result = think_warm(failure, settings, progress, warm, ui) if warm else None
         if result is None:
             result = asyncio.run(think(failure, settings, progress))  # Ctrl-C here cancels the requests
+    if not opts.json and (built := preload.last_build(failure.workspace, settings.cache_dir)) and built[1] >= INDEXED_SAY:
+        ui.indexed(*built)
     report.add_result(result)
     if not result.changes and not result.suggestions:
         report.outcome = result.outcome

@@ -52,11 +52,20 @@ class UI:
     # -- the model at work ---------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def working(self) -> Iterator[Callable[[str], None]]:
-        """A spinner with the engine's current phase and the elapsed time; yields the progress callback."""
-        status = _Status()
+    def working(self, indexing: Callable[[], tuple[int, int] | None] | None = None) -> Iterator[Callable[[str], None]]:
+        """A spinner with the engine's current phase and the elapsed time; yields the progress callback.
+        `indexing`: (files parsed, files to parse) of a workspace index build under way, shown instead
+        of the phase while there is one."""
+        status = _Status(indexing)
         with Live(status, console=self.console, refresh_per_second=8, transient=True):
             yield status.set_phase
+
+    def indexed(self, files: int, seconds: float) -> None:
+        """The line a long first index build leaves behind, on a terminal only (a log or a pipe gets
+        nothing extra)."""
+        if self.console.is_terminal:
+            self.say(f"indexed {files:,} files in {seconds:.0f} s (the first qfix here; the next starts from this index)",
+                     "dim")
 
     # -- the result ----------------------------------------------------------------------------
 
@@ -139,17 +148,21 @@ class UI:
 class _Status:
     """Rendered by Live several times a second, so the elapsed time keeps moving."""
 
-    def __init__(self) -> None:
+    def __init__(self, indexing: Callable[[], tuple[int, int] | None] | None = None) -> None:
         self.started = time.monotonic()
         self.phase = "reading the workspace"
         self.spinner = Spinner("dots")
+        self.indexing = indexing
 
     def set_phase(self, phase: str) -> None:
         self.phase = phase
 
     def __rich__(self) -> Spinner:
         elapsed = time.monotonic() - self.started
-        self.spinner.update(text=Text(f"{self.phase} · {elapsed:.0f}s  (Ctrl-C cancels)", style="cyan"))
+        phase = self.phase
+        if (found := self.indexing() if self.indexing is not None else None) is not None:
+            phase = f"indexing the workspace: {found[0]:,}/{found[1]:,} files (first run here)"
+        self.spinner.update(text=Text(f"{phase} · {elapsed:.0f}s  (Ctrl-C cancels)", style="cyan"))
         return self.spinner
 
 

@@ -75,6 +75,9 @@ def tag_files(workspace: str, rels: Sequence[str], progress: Progress | None = N
     chunks = [list(rels[i : i + CHUNK]) for i in range(0, total, CHUNK)]
     chunks.reverse()  # popped from the end: in order
 
+    if progress is not None and total:
+        progress(0, total)
+
     def done(found: dict[str, RawTags | None]) -> None:
         with lock:
             out.update(found)
