@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # imported off the event loop after `initialized` (tree-sitte
 log = logging.getLogger(__name__)
 
 RESCAN_SECONDS = 10.0
+PROGRESS_MIN = 200  # a first build parsing fewer files is over too soon to show
 WATCHER_ID = "qwen-lsp-watch-files"
 
 
@@ -70,7 +71,7 @@ class Indexes:
     def _progress(self, root: Path, done: int, total: int) -> None:
         """From the loader thread: how far the folder's first index build is, in the status."""
         loop = self._loop
-        if loop is None:
+        if loop is None or total < PROGRESS_MIN:
             return
         if done < total:
             message = f"indexing {root.name}: {done:,}/{total:,} files"
@@ -80,9 +81,13 @@ class Indexes:
             loop.call_soon_threadsafe(self._show_progress, message, done >= total)
 
     def _show_progress(self, message: str, finished: bool) -> None:
-        if self.server.activity.busy:  # a fix's own progress is in the status: leave it
+        activity = self.server.activity
+        if activity.busy:  # a fix's own progress is in the status: leave it
             return
-        self.server.activity.status("idle" if finished else "busy", "ready" if finished else message)
+        if not finished:
+            activity.status("busy", message)
+        elif activity.last_status is not None and activity.last_status[1].startswith("indexing "):
+            activity.status("idle", "ready")  # unless a fix said something since (an error stays)
 
     def close(self) -> None:
         if self._rescanner is not None:
