@@ -242,7 +242,7 @@ def _decode(raw: tuple) -> FileTags:
 
 
 def build_index(workspace: Path, *, cache_dir: Path | None = None, files: Iterable[str] | None = None,
-                progress: Callable[[int, int], None] | None = None) -> TagIndex:
+                progress: Callable[[int, int], None] | None = None, read_back: bool = True) -> TagIndex:
     """Tags of every source file (`files`, or those `list_files` finds).
 
     With a `cache_dir`, the workspace's snapshot (snapshot.py) gives back the listing and every
@@ -270,6 +270,7 @@ def build_index(workspace: Path, *, cache_dir: Path | None = None, files: Iterab
         rels = listing.files
     else:
         listing = None
+        files = list(files)  # read again if the build has to be redone
         rels = [rel for rel in files if inside(workspace, rel) == rel]
 
     known = {rel: i for i, rel in enumerate(snap.files)} if snap is not None else {}
@@ -328,8 +329,14 @@ def build_index(workspace: Path, *, cache_dir: Path | None = None, files: Iterab
         content_key = snapshot.write(path, key, started_ns, listing, entries, defined_in)
         del entries
         if content_key is not None:
-            if len(to_parse) >= READ_BACK_MIN and (index := _read_back(path, key, started_ns, content_key)) is not None:
-                return index
+            if len(to_parse) >= READ_BACK_MIN and read_back:
+                # The tags as parsed go before the snapshot is read: both at once were most of the peak.
+                found.clear()
+                index = _read_back(path, key, started_ns, content_key)
+                if index is not None:
+                    return index
+                # Another process replaced the snapshot meanwhile (rare): build again, keeping the tags.
+                return build_index(workspace, cache_dir=cache_dir, files=files, progress=progress, read_back=False)
             index = TagIndex(files=_tags_of(found), defined_in=defined_in)
             index.stored_graph = (snapshot.graph_path(path), content_key)
             return index

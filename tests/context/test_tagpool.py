@@ -70,3 +70,12 @@ def test_a_big_build_reads_its_tags_back_from_the_snapshot(workspace, tmp_path, 
     assert built.files == plain.files
     assert {n: set(f) for n, f in built.defined_in.items()} == {n: set(f) for n, f in plain.defined_in.items()}
     assert built.stored_graph is not None
+
+
+def test_a_snapshot_replaced_before_it_is_read_back_means_a_build_with_the_tags_kept(workspace, tmp_path, monkeypatch):
+    from qwen_lsp.context import repomap
+
+    monkeypatch.setattr(repomap, "READ_BACK_MIN", 10)
+    monkeypatch.setattr(repomap, "_read_back", lambda *args: None)  # as if another process had written meanwhile
+    built = build_index(workspace, cache_dir=tmp_path / "cache")
+    assert built.files == build_index(workspace).files
