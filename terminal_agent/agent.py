@@ -27,6 +27,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from qwen_lsp.apply import ApplyError, RollbackFailed
+from qwen_lsp.context import preload
 from qwen_lsp.journal import JournalError
 from qwen_lsp.engine.protected import ProtectedPath
 from qwen_lsp.llm.client import ModelClient, ModelServerError, RequestRejected, ServerBusy, StreamBroken
@@ -55,6 +56,8 @@ BUSY_EXIT = 3
 WARM_ERRORS: dict[str, type[ModelServerError]] = {"rejected": RequestRejected, "busy": ServerBusy,
                                                   "stream_broken": StreamBroken}
 
+
+INDEXED_SAY = 2.0  # an index build longer than this (seconds) leaves a line saying so, on a terminal
 
 # Why no fix came back, in the user's words (the engine's outcome names are for programs).
 NO_FIX = {
@@ -101,11 +104,15 @@ def fix(failure: Failure, opts: Options, ui: UI, report: QfixReport, warm: Sessi
     settings = settings_for(failure.workspace, ui)
     notify_editor(failure, settings)
     engines: list[Engine] = []  # the engine that thought here (not the warm process): [r]efine goes on with it
-    with ui.working() as progress:
+    # A first index build of a big workspace (here, not in a warm process) shows its counts; not with --json.
+    indexing = None if opts.json else lambda: preload.building(failure.workspace, settings.cache_dir)
+    with ui.working(indexing) as progress:
         result = think_warm(failure, settings, progress, warm, ui) if warm else None
         if result is None:
             result = asyncio.run(think(failure, settings, progress, kept=engines,
                                        reuse_plans=not opts.no_cache))  # Ctrl-C here cancels the requests
+    if not opts.json and (built := preload.last_build(failure.workspace, settings.cache_dir)) and built[1] >= INDEXED_SAY:
+        ui.indexed(*built)
     report.add_result(result)
     if not result.changes and not result.suggestions:
         report.outcome = result.outcome

@@ -53,10 +53,12 @@ class UI:
     # -- the model at work ---------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def working(self) -> Iterator[Callable[[str], None]]:
-        """A spinner with the engine's current phase and the elapsed time; yields the progress callback."""
+    def working(self, indexing: Callable[[], tuple[int, int] | None] | None = None) -> Iterator[Callable[[str], None]]:
+        """A spinner with the engine's current phase and the elapsed time; yields the progress callback.
+        `indexing`: (files parsed, files to parse) of a workspace index build under way, shown instead
+        of the phase while there is one."""
         # The live thinking line only on a terminal, and never with --json (everything goes to stderr then).
-        status = _Status(thoughts=self.console.is_terminal and self.fd == 1)
+        status = _Status(indexing, thoughts=self.console.is_terminal and self.fd == 1)
 
         def progress(phase: str) -> None:
             if phase.startswith(NOTICE):  # a retry the user should see afterwards too: a line of its own
@@ -69,6 +71,13 @@ class UI:
             return
         with Live(status, console=self.console, refresh_per_second=8, transient=True):
             yield progress
+
+    def indexed(self, files: int, seconds: float) -> None:
+        """The line a long first index build leaves behind, on a terminal only (a log or a pipe gets
+        nothing extra)."""
+        if self.console.is_terminal:
+            self.say(f"indexed {files:,} files in {seconds:.0f} s (the first qfix here; the next starts from this index)",
+                     "dim")
 
     # -- the result ----------------------------------------------------------------------------
 
@@ -151,10 +160,11 @@ class UI:
 class _Status:
     """Rendered by Live several times a second, so the elapsed time keeps moving."""
 
-    def __init__(self, thoughts: bool = False) -> None:
+    def __init__(self, indexing: Callable[[], tuple[int, int] | None] | None = None, thoughts: bool = False) -> None:
         self.started = time.monotonic()
         self.phase = "reading the workspace"
         self.spinner = Spinner("dots")
+        self.indexing = indexing
         self.thoughts = thoughts  # show the live thinking line (engine/thinking.py) under the spinner
         self.thought: Thought | None = None
 
@@ -167,7 +177,10 @@ class _Status:
 
     def __rich__(self) -> Spinner | Group:
         elapsed = time.monotonic() - self.started
-        self.spinner.update(text=Text(f"{self.phase} · {elapsed:.0f}s  (Ctrl-C cancels)", style="cyan"))
+        phase = self.phase
+        if (found := self.indexing() if self.indexing is not None else None) is not None:
+            phase = f"indexing the workspace: {found[0]:,}/{found[1]:,} files (first run here)"
+        self.spinner.update(text=Text(f"{phase} · {elapsed:.0f}s  (Ctrl-C cancels)", style="cyan"))
         if self.thought is None:
             return self.spinner
         line = Text("  " + self.thought.line(), style="dim", no_wrap=True, overflow="ellipsis")

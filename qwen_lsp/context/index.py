@@ -23,7 +23,7 @@ import gc
 import logging
 import threading
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -70,9 +70,19 @@ class WorkspaceIndex:
 
     # -- loading and change events ---------------------------------------------------------
 
-    def load(self) -> None:
-        """Tags of every file (from the disk tag cache where unchanged). Call off the event loop."""
-        index = build_index(self.workspace, cache_dir=self.cache_dir)  # lists via the snapshot when unchanged
+    def load(self, progress: Callable[[int, int], None] | None = None) -> None:
+        """Tags of every file (from the disk tag cache where unchanged). Call off the event loop.
+        `progress(done, total)` hears of the files parsed, when there are any, and once more
+        (done == total) when the index is in place."""
+        totals: list[int] = []
+
+        def parsed(done: int, total: int) -> None:
+            totals.append(total)
+            if progress is not None and done < total:  # the last is said when the index is in place
+                progress(done, total)
+
+        # Lists via the snapshot when unchanged.
+        index = build_index(self.workspace, cache_dir=self.cache_dir, progress=parsed)
         stamps = {rel: s for rel in index.files if (s := self._stamp(rel)) is not None}
         with self._lock:
             pending = self._state.pending  # changes reported while loading still apply
@@ -82,23 +92,25 @@ class WorkspaceIndex:
         # Tens of thousands of long-lived tag objects: keep them out of the collector's full
         # passes, which otherwise add 50-80 ms to whichever request happens to trigger one.
         gc.freeze()
+        if progress is not None and totals:
+            progress(totals[-1], totals[-1])
 
     @property
     def loaded(self) -> bool:
         return self._loaded
 
-    def start_loading(self) -> None:
+    def start_loading(self, progress: Callable[[int, int], None] | None = None) -> None:
         """`load` on a background thread (the language server's start-up): the first fix finds the
         index warm. A read before it is done waits for it instead of loading twice."""
         with self._lock:
             if self._loader is not None:
                 return
-            self._loader = threading.Thread(target=self._load_logged, name="qwen-index", daemon=True)
+            self._loader = threading.Thread(target=self._load_logged, args=(progress,), name="qwen-index", daemon=True)
         self._loader.start()
 
-    def _load_logged(self) -> None:
+    def _load_logged(self, progress: Callable[[int, int], None] | None) -> None:
         try:
-            self.load()
+            self.load(progress)
         except Exception:  # the next read loads again, synchronously, and its caller copes
             log.warning("indexing %s failed", self.workspace, exc_info=True)
 

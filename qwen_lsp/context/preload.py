@@ -10,13 +10,18 @@ and .gitignore stats as the snapshot recorded it, with the snapshot's own rule f
 to trust. That check is redone after the command ran, so a file the command wrote is seen.
 
 Nothing here reads what the command's own writes could change beyond those stamps (git's working
-tree diff, file texts, the traceback): assembly reads those after the failure, as before."""
+tree diff, file texts, the traceback): assembly reads those after the failure, as before.
+
+A first index build of a large workspace takes a while (tens of seconds for 25,000 files): `building`
+says how far one under way in this process is, and `last_build` how long the last one took, for
+qfix to show on a terminal."""
 
 from __future__ import annotations
 
 import logging
 import os
 import threading
+import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +49,8 @@ _Key = tuple[str, str]  # (workspace, cache dir), absolute
 _memo: dict[_Key, _Warm] = {}
 _locks: dict[_Key, threading.Lock] = {}
 _guard = threading.Lock()
+_building: dict[_Key, tuple[int, int]] = {}  # builds under way: (files parsed, files to parse)
+_built: dict[_Key, tuple[int, float]] = {}  # the last build that parsed files: (files parsed, seconds)
 
 
 def preload(workspace: Path, settings: Settings) -> None:
@@ -60,7 +67,7 @@ def preload(workspace: Path, settings: Settings) -> None:
             if warm is not None:
                 index = warm.index
             else:  # changed since the snapshot: build_index re-reads what changed and rewrites it
-                index = build_index(Path(key[0]), cache_dir=Path(key[1]))
+                index = _build(key)
                 warm = _load(key)
                 if warm is None:  # a file too recently changed to trust its stamp: nothing to keep, but
                     stored_graph(index)  # the graph of these tags is stored for the assembly to read back
@@ -81,7 +88,39 @@ def tags_and_graph(workspace: Path, cache_dir: Path) -> tuple[TagIndex, RefGraph
             if snapshot_unchanged(key[0], warm.snap):
                 return warm.index, warm.graph
             _remember(key, None)
-    return build_index(Path(workspace), cache_dir=Path(cache_dir)), None
+    return _build(key), None
+
+
+def building(workspace: Path, cache_dir: Path) -> tuple[int, int] | None:
+    """(files parsed, files to parse) of an index build of `workspace` under way in this process
+    that has files to parse, else None."""
+    with _guard:
+        return _building.get(_key(workspace, cache_dir))
+
+
+def last_build(workspace: Path, cache_dir: Path) -> tuple[int, float] | None:
+    """(files parsed, seconds) of this process's last index build of `workspace` that parsed files."""
+    with _guard:
+        return _built.get(_key(workspace, cache_dir))
+
+
+def _build(key: _Key) -> TagIndex:
+    """`build_index` of the workspace, its progress kept for `building` and `last_build`."""
+    started = time.monotonic()
+    parsed = [0]
+
+    def progress(done: int, total: int) -> None:
+        parsed[0] = total
+        with _guard:
+            _building[key] = (done, total)
+
+    try:
+        return build_index(Path(key[0]), cache_dir=Path(key[1]), progress=progress)
+    finally:
+        with _guard:
+            _building.pop(key, None)
+            if parsed[0]:
+                _built[key] = (parsed[0], time.monotonic() - started)
 
 
 def forget() -> None:

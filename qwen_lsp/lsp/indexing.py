@@ -3,28 +3,31 @@
 Open buffers reach the index from didOpen/didChange (their text, tagged lazily at the next fix),
 files on disk from didSave, didClose and workspace/didChangeWatchedFiles. The watcher is registered
 dynamically when the client can; without that, a cheap mtime scan runs off the event loop every
-RESCAN_SECONDS. Indexing starts in the background when the server is initialised, so the first fix
-finds it warm. The same disk events drop terminal diagnostics of closed files that changed on disk:
+RESCAN_SECONDS. Indexing starts in the background once the server has said it is ready (the
+index's modules are imported off the event loop too), so the first fix finds it warm, and while
+a folder's first index is built its progress shows in the status ("indexing 1,200/25,000 files"). The same disk events drop terminal diagnostics of closed files that changed on disk:
 their lines may no longer be the lines the command complained about.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import importlib
 import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from qwen_lsp.context.index import WorkspaceIndex
-
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # imported off the event loop after `initialized` (tree-sitter, numpy: most of a second)
+    from qwen_lsp.context.index import WorkspaceIndex
     from qwen_lsp.lsp.server import QwenLanguageServer
 
 log = logging.getLogger(__name__)
 
 RESCAN_SECONDS = 10.0
+PROGRESS_MIN = 200  # a first build parsing fewer files is over too soon to show
 WATCHER_ID = "qwen-lsp-watch-files"
 
 
@@ -35,24 +38,56 @@ class Indexes:
         self.server = server
         self.by_root: dict[Path, WorkspaceIndex] = {}
         self._rescanner: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None  # the server's, for the loader threads' progress
 
     def for_root(self, root: Path) -> WorkspaceIndex:
         """The folder's index, created (and loading in the background) on first use."""
         index = self.by_root.get(root)
         if index is None:
+            from qwen_lsp.context.index import WorkspaceIndex
+
+            if self._loop is None:
+                with contextlib.suppress(RuntimeError):  # off the loop: no progress shown
+                    self._loop = asyncio.get_running_loop()
+
             cache_dir = self.server.folders.settings_for(root).cache_dir
             index = self.by_root[root] = WorkspaceIndex(root, cache_dir=cache_dir)
-            index.start_loading()
+            index.start_loading(progress=lambda done, total: self._progress(root, done, total))
         return index
 
-    async def start(self) -> None:
-        """At `initialized`: index every folder in the background and watch the disk."""
-        for root in self.server.folders.roots():
-            self.for_root(root)
+    async def watch(self) -> None:
+        """At `initialized`: watch the disk (file watching registered with the client, else a rescan)."""
         if await self._register_watcher():
             return
         if self._rescanner is None:
             self._rescanner = asyncio.ensure_future(self._rescan_forever())
+
+    async def start(self) -> None:
+        """After `initialized`: index every folder in the background."""
+        await asyncio.to_thread(importlib.import_module, "qwen_lsp.context.index")
+        for root in self.server.folders.roots():
+            self.for_root(root)
+
+    def _progress(self, root: Path, done: int, total: int) -> None:
+        """From the loader thread: how far the folder's first index build is, in the status."""
+        loop = self._loop
+        if loop is None or total < PROGRESS_MIN:
+            return
+        if done < total:
+            message = f"indexing {root.name}: {done:,}/{total:,} files"
+        else:
+            message = f"indexed {total:,} files in {root.name}"
+        with contextlib.suppress(RuntimeError):  # the loop is closed: the server is going away
+            loop.call_soon_threadsafe(self._show_progress, message, done >= total)
+
+    def _show_progress(self, message: str, finished: bool) -> None:
+        activity = self.server.activity
+        if activity.busy:  # a fix's own progress is in the status: leave it
+            return
+        if not finished:
+            activity.status("busy", message)
+        elif activity.last_status is not None and activity.last_status[1].startswith("indexing "):
+            activity.status("idle", "ready")  # unless a fix said something since (an error stays)
 
     def close(self) -> None:
         if self._rescanner is not None:

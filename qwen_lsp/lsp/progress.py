@@ -39,8 +39,10 @@ class Activity:
         self.server = server
         self.busy = 0
         self.error_shown = False  # a model-server failure is shown once, until a run succeeds again
+        self.last_status: tuple[str, str] | None = None
 
     def status(self, state: protocol.StatusState, message: str = "") -> None:
+        self.last_status = (state, message)
         self.server.protocol.notify(protocol.STATUS, protocol.Status(state=state, message=message).dump())
 
     def model_error(self, exc: ModelUnavailable) -> None:

@@ -140,11 +140,13 @@ def create_server() -> QwenLanguageServer:
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: QwenLanguageServer, params: types.InitializedParams) -> None:
-        ls.engine_thread().preload()
         await ls.folders.refresh_configuration()
         await ls.start_listeners()
-        await ls.indexes.start()
+        await ls.indexes.watch()
         ls.activity.status("idle", "ready")
+        # The heavy part after "ready": the engine's imports on its thread, each folder's index on its own.
+        ls.engine_thread().preload()
+        await ls.indexes.start()
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def did_change_configuration(ls: QwenLanguageServer, params: types.DidChangeConfigurationParams) -> None:
