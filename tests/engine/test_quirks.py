@@ -86,7 +86,7 @@ async def fix_limits(vllm: VLLMDouble, project: Path, tmp_path: Path, limits: st
     return await make_engine(vllm, tmp_path / "cache").fix(task, project)
 
 
-async def test_xml_text_that_looks_like_a_number_stays_text(vllm, project, tmp_path):
+async def test_xml_text_that_looks_like_a_number_stays_text(vllm, project, tmp_path, jail):
     number = {"path": "limits.py", "old_string": "    10\n", "new_string": "    25\n"}
     result = await fix_limits(vllm, project, tmp_path, "PAGE = (\n    10\n)\n", "assert PAGE == 25",
                               Reply(content=xml("edit_file", number)), FINISH)
@@ -94,7 +94,7 @@ async def test_xml_text_that_looks_like_a_number_stays_text(vllm, project, tmp_p
     assert result.outcome == "fixed"  # verified by the sandboxed test run
 
 
-async def test_a_native_number_for_a_string_parameter_becomes_its_exact_text(vllm, project, tmp_path):
+async def test_a_native_number_for_a_string_parameter_becomes_its_exact_text(vllm, project, tmp_path, jail):
     native = Reply(tool_calls=[("edit_file", '{"path": "limits.py", "old_string": "0.50", "new_string": 0.75}')])
     result = await fix_limits(vllm, project, tmp_path, "PAGE = 10\nRATE = 0.50\n", "assert RATE == 0.75", native, FINISH)
     assert [c.updated for c in result.changes] == ["PAGE = 10\nRATE = 0.75\n"]
@@ -160,3 +160,14 @@ async def test_a_hitting_prefix_cache_says_nothing(vllm, project, tmp_path, capl
         await fix(vllm, project, tmp_path, Reply(tool_calls=[("edit_file", EDIT)]), FINISH)
     assert not [r for r in caplog.records if "prefix cache" in r.getMessage()]
     assert not any(r.prefix_cache_missed for r in read(log_path(tmp_path / "cache")) if isinstance(r, FixRecord))
+
+
+async def test_a_wrong_edit_repeated_after_its_verification_failed_stops_and_is_not_offered(vllm, project, tmp_path, jail):
+    wrong = Reply(tool_calls=[("edit_file", {**EDIT, "new_string": "total = a * b"})])  # add(2, 3) == 6: the test still fails
+    result = await fix(vllm, project, tmp_path, wrong, FINISH, wrong, wrong, FINISH)
+    answers = tool_answers(vllm)
+    assert answers[1].startswith("Validation FAILED")  # the finish ran the failing test in the sandbox
+    assert answers[2].startswith("already done: ")  # the applied edit is not applied twice
+    assert result.summary == "stopped: the model repeated the same call (edit_file)" and result.accounting.rounds == 4
+    assert result.outcome == "failed" and result.changes == []  # a change that failed verification is never offered
+    assert (project / "calc.py").read_text() == BUGGY
