@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 from pathlib import Path
 
 import pytest
 
 from qwen_lsp.llm.calllog import FixRecord, log_path, read
 from qwen_lsp.ops.stats import render, summarize
+from qwen_lsp.types import Task, TaskKind
 from tests.calc_project import BUGGY, FIXED, make_project
 from tests.engine.helpers import PLAN, failing_test_task, make_engine
 from tests.vllm_double import Reply, VLLMDouble, qwen_xml_tool_call as xml
@@ -72,18 +74,31 @@ async def test_an_xml_call_beside_a_native_one_runs_too(vllm, project, tmp_path)
     assert result.recovered_calls == ["round 1: edit_file recovered from the answer's text"]
 
 
-async def test_xml_text_that_looks_like_a_number_stays_text(vllm, project, tmp_path):
-    (project / "limits.py").write_text("PAGE = (\n    10\n)\n")
+async def fix_limits(vllm: VLLMDouble, project: Path, tmp_path: Path, limits: str, test: str, *replies: Reply):
+    """A fix whose failing command is a test of limits.py, so the edit under test is the one verification wants."""
+    (project / "limits.py").write_text(limits)
+    (project / "test_limits.py").write_text(f"from limits import *\n\n\ndef test_limits():\n    {test}\n")
+    command = f"{sys.executable} -m pytest -q -p no:cacheprovider test_limits.py"
+    plan = {**PLAN, "evidence": [], "steps": ["change the value in limits.py"], "verify_command": command}
+    vllm.script(Reply(content=json.dumps(plan)), *replies)
+    task = Task(kind=TaskKind.command, description="pytest failed", command=command,
+                terminal_output=f"FAILED test_limits.py::test_limits - {test}", exit_code=1)
+    return await make_engine(vllm, tmp_path / "cache").fix(task, project)
+
+
+async def test_xml_text_that_looks_like_a_number_stays_text(vllm, project, tmp_path, jail):
     number = {"path": "limits.py", "old_string": "    10\n", "new_string": "    25\n"}
-    result = await fix(vllm, project, tmp_path, Reply(content=xml("edit_file", number)), FINISH)
+    result = await fix_limits(vllm, project, tmp_path, "PAGE = (\n    10\n)\n", "assert PAGE == 25",
+                              Reply(content=xml("edit_file", number)), FINISH)
     assert [c.updated for c in result.changes] == ["PAGE = (\n    25\n)\n"]  # not refused as an int, not trimmed
+    assert result.outcome == "fixed"  # verified by the sandboxed test run
 
 
-async def test_a_native_number_for_a_string_parameter_becomes_its_exact_text(vllm, project, tmp_path):
-    (project / "limits.py").write_text("PAGE = 10\nRATE = 0.50\n")
+async def test_a_native_number_for_a_string_parameter_becomes_its_exact_text(vllm, project, tmp_path, jail):
     native = Reply(tool_calls=[("edit_file", '{"path": "limits.py", "old_string": "0.50", "new_string": 0.75}')])
-    result = await fix(vllm, project, tmp_path, native, FINISH)
+    result = await fix_limits(vllm, project, tmp_path, "PAGE = 10\nRATE = 0.50\n", "assert RATE == 0.75", native, FINISH)
     assert [c.updated for c in result.changes] == ["PAGE = 10\nRATE = 0.75\n"]
+    assert result.outcome == "fixed"  # verified by the sandboxed test run
 
 
 async def test_a_repeated_edit_is_answered_already_done_and_the_third_stops_keeping_the_change(vllm, project, tmp_path):
@@ -145,3 +160,14 @@ async def test_a_hitting_prefix_cache_says_nothing(vllm, project, tmp_path, capl
         await fix(vllm, project, tmp_path, Reply(tool_calls=[("edit_file", EDIT)]), FINISH)
     assert not [r for r in caplog.records if "prefix cache" in r.getMessage()]
     assert not any(r.prefix_cache_missed for r in read(log_path(tmp_path / "cache")) if isinstance(r, FixRecord))
+
+
+async def test_a_wrong_edit_repeated_after_its_verification_failed_stops_and_is_not_offered(vllm, project, tmp_path, jail):
+    wrong = Reply(tool_calls=[("edit_file", {**EDIT, "new_string": "total = a * b"})])  # add(2, 3) == 6: the test still fails
+    result = await fix(vllm, project, tmp_path, wrong, FINISH, wrong, wrong, FINISH)
+    answers = tool_answers(vllm)
+    assert answers[1].startswith("Validation FAILED")  # the finish ran the failing test in the sandbox
+    assert answers[2].startswith("already done: ")  # the applied edit is not applied twice
+    assert result.summary == "stopped: the model repeated the same call (edit_file)" and result.accounting.rounds == 4
+    assert result.outcome == "failed" and result.changes == []  # a change that failed verification is never offered
+    assert (project / "calc.py").read_text() == BUGGY
