@@ -71,8 +71,21 @@ GIT_ENV = {"GIT_AUTHOR_NAME": "Dev", "GIT_AUTHOR_EMAIL": "dev@example.com", "GIT
 
 def git(repo: Path, *args: str, date: int = 0) -> str:
     stamp = f"{1_700_000_000 + date * 3600} +0000"
-    env = {**os.environ, **GIT_ENV, "GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp}
-    return subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True).stdout
+    # an empty config file of our own, not /dev/null: a sandbox test elsewhere on a shared machine may
+    # replace /dev/null for a moment, and git then refuses to run
+    empty = CACHE / "empty.gitconfig"
+    if not empty.exists():
+        empty.parent.mkdir(parents=True, exist_ok=True)
+        empty.write_text("")
+    env = {**os.environ, **GIT_ENV, "GIT_CONFIG_GLOBAL": str(empty), "GIT_CONFIG_SYSTEM": str(empty),
+           "GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp}
+    for attempt in range(3):
+        done = subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True, text=True)
+        if done.returncode == 0 or attempt == 2:
+            break
+        time.sleep(1)
+    done.check_returncode()
+    return done.stdout
 
 
 _BASE_LOCK = threading.Lock()
