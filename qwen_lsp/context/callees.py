@@ -39,9 +39,9 @@ log = logging.getLogger(__name__)
 ReadFile = Callable[[str], str | None]
 
 MAX_DEPTH = 8  # calls followed below a start, at most: the rank decides (MIN_EXPAND)
-MIN_EXPAND = 0.045  # a definition ranked below this is shown if it fits but its calls are not followed
+MIN_EXPAND = 0.08  # a definition ranked below this is shown if it fits, its calls not followed (about five levels of single calls)
 MAX_CACHED_FILES = 256  # parses a ParseCache keeps (a walk reads a few dozen files)
-MAX_VISITS = 160  # definitions expanded per walk: bounds the work on a huge call graph
+MAX_VISITS = 110  # definitions expanded per walk, best-ranked first: bounds the work on a huge call graph
 MAX_AMBIGUOUS = 6  # a method name defined in more places than this is not followed through the index
 MAX_CLASS_CHECKS = 60  # ... except into reached classes, checked among at most this many definitions
 DECAY = 0.6  # per level
@@ -77,6 +77,7 @@ class _Parsed:
     def __init__(self, path: str, text: str, lang: str | None, defs: list[Definition] | None) -> None:
         self.path, self.text, self.lang = path, text, lang
         self._defs = defs
+        self._members: dict[tuple[int, int, int], dict[str, list[Definition]]] = {}
 
     @cached_property
     def tree(self) -> Tree | None:
@@ -108,7 +109,33 @@ class _Parsed:
         return _class_around(self.defs, d)
 
     def members(self, cls: Definition, name: str) -> list[Definition]:
-        return [d for d in self.defs if d.name == name and cls.line < d.line <= cls.end_line and d.depth == cls.depth + 1]
+        return self.member_map(cls).get(name, [])
+
+    def member_map(self, cls: Definition) -> dict[str, list[Definition]]:
+        """The class's own members by name (computed once per class: dispatch asks for many names)."""
+        key = (cls.line, cls.end_line, cls.depth)
+        table = self._members.get(key)
+        if table is None:
+            table = {}
+            for d in self.defs:
+                if cls.line < d.line <= cls.end_line and d.depth == cls.depth + 1:
+                    table.setdefault(d.name, []).append(d)
+            self._members[key] = table
+        return table
+
+
+def _classes_around(defs: list[Definition]) -> dict[int, str]:
+    """Each definition's line -> the name of the class immediately around it (one pass, nesting by a stack)."""
+    out: dict[int, str] = {}
+    stack: list[Definition] = []
+    for d in sorted(defs, key=lambda x: (x.line, -x.end_line)):
+        while stack and stack[-1].end_line < d.line:
+            stack.pop()
+        parent = next((c for c in reversed(stack) if c.depth == d.depth - 1), None)
+        if parent is not None and parent.kind in CONTAINER_KINDS and parent.line < d.line:
+            out[d.line] = parent.name
+        stack.append(d)
+    return out
 
 
 def _class_around(defs: list[Definition], d: Definition) -> Definition | None:
@@ -125,6 +152,8 @@ class ParseCache:
     def __init__(self, max_files: int = MAX_CACHED_FILES) -> None:
         self._files: dict[str, tuple[str, FileTags | None, _Parsed]] = {}
         self._modules: tuple[tuple[str, ...], dict[str, list[str]]] | None = None
+        self._stems: tuple[tuple[str, ...], dict[str, list[str]]] | None = None
+        self._around: dict[str, tuple[FileTags, dict[int, str]]] = {}
         self._max = max_files
         self._lock = threading.Lock()  # a prefetch and a fix may walk at once, on two threads
 
@@ -140,12 +169,37 @@ class ParseCache:
             self._files[path] = (text, tags, parsed)
             return parsed
 
+    def classes_around(self, path: str, tags: FileTags) -> dict[int, str]:
+        """`_classes_around(tags.defs)`, kept while the file's tags are the same object."""
+        hit = self._around.get(path)
+        if hit is None or hit[0] is not tags:
+            with self._lock:
+                if len(self._around) >= self._max * 8:
+                    self._around.clear()
+                hit = self._around[path] = (tags, _classes_around(tags.defs))
+        return hit[1]
+
+    def stems(self, index: TagIndex) -> dict[str, list[str]]:
+        files = tuple(index.files)
+        stems = self._stems
+        if stems is None or stems[0] != files:
+            stems = self._stems = (files, _stem_table(files))
+        return stems[1]
+
     def modules(self, index: TagIndex) -> dict[str, list[str]]:
         files = tuple(index.files)
         modules = self._modules
         if modules is None or modules[0] != files:
             modules = self._modules = (files, _module_table(files))  # replaced whole: a reader keeps its own
         return modules[1]
+
+
+def _stem_table(files: Iterable[str]) -> dict[str, list[str]]:
+    """A file's name without its extension -> the workspace's files of that name (plug-ins by name)."""
+    table: dict[str, list[str]] = defaultdict(list)
+    for f in files:
+        table[f.rsplit("/", 1)[-1].split(".", 1)[0]].append(f)
+    return table
 
 
 def _module_table(files: Iterable[str]) -> dict[str, list[str]]:
@@ -176,6 +230,7 @@ class CalleeWalk:
         self._reached_keys: set[tuple[str, int]] = set()
         self._bases: dict[tuple[str, int], list[tuple[str, Definition]]] = {}
         self._stem_table: dict[str, list[str]] | None = None
+        self._class_names: dict[str, tuple[FileTags, dict[int, str]]] = {}  # path -> (tags, def line -> its class)
         self.words: frozenset[str] = frozenset()  # words of the failure (its test, its message): rank a family
 
     # -- files -------------------------------------------------------------------------------
@@ -371,9 +426,6 @@ class CalleeWalk:
         self._reached_keys.add((path, d.line))
         self.classes.add(d.name)
         self.class_defs.append((path, d))
-        if len(self.class_defs) <= MAX_CLASS_CHECKS:
-            for bpath, base in self.bases(path, d):
-                self.reach_class(bpath, base)
 
     def dispatch_targets(self, p: _Parsed, cls: Definition | None, disp: Dispatch, caller: Definition) -> list[tuple[str, Definition]]:
         """Definitions a dispatched call (dispatch.py) may run, best guesses first."""
@@ -385,8 +437,8 @@ class CalleeWalk:
             for name in disp.names:
                 for path, c in owners[:MAX_CLASS_CHECKS]:
                     cp = self.parsed(path)
-                    if cp is not None:
-                        found += [(path, m) for m in cp.members(c, name)]
+                    if cp is not None:  # its own dunder, else the one it inherits (LRUCache -> Cache)
+                        found += [(path, m) for m in cp.members(c, name)] or self.inherited(path, c, name)
             return list(dict.fromkeys(found))
         if disp.kind == "family":
             prefix = disp.names[0]
@@ -445,11 +497,7 @@ class CalleeWalk:
 
     def _stems(self) -> dict[str, list[str]]:
         if self._stem_table is None:
-            table: dict[str, list[str]] = defaultdict(list)
-            for f in self.index.files:
-                stem = f.rsplit("/", 1)[-1].split(".", 1)[0]
-                table[stem].append(f)
-            self._stem_table = table
+            self._stem_table = self.cache.stems(self.index) if self.cache is not None else _stem_table(self.index.files)
         return self._stem_table
 
     # -- the walk ------------------------------------------------------------------------------
@@ -475,9 +523,13 @@ class CalleeWalk:
                     push(0.9, path, Definition(name="beforeEach", kind="function", line=a, end_line=b,
                                                signature="beforeEach", depth=0), 0, f"{path}:{line}")
             cls = p.classes_of(d) if d.kind != "module" else None
-            if cls is not None and p.lang == "python":
+            if cls is not None and p.lang == "python" and _is_test_path(path):
                 # a test class's attributes (`Cache = LRUCache`) say what `self.Cache(...)` makes
                 self._class_attributes(p, cls)
+                # and its setUp runs first: `self.s = SimpleEval()` says what `self.s.eval()` is
+                for hook in ("setUp", "setup_method"):
+                    for hp, hd in p.members(cls, hook) and [(path, m) for m in p.members(cls, hook)] or self.inherited(path, cls, hook):
+                        push(0.9, hp, hd, 0, f"{path}:{line}")
         for path, d, score in hints:
             push(score, path, d, 1, "named by the test")
             if d.kind in CONTAINER_KINDS:
@@ -487,21 +539,21 @@ class CalleeWalk:
         expanded = 0
         # `x.add()` left unresolved (a name too common to guess) until a class that defines it is
         # reached later in the walk: (score it would get, site, file, class, caller, depth, who)
-        pending: list[tuple[float, Site, _Parsed, Definition | None, Definition, int, str]] = []
+        pending: dict[str, list[tuple[float, Site, _Parsed, Definition | None, Definition, int, str]]] = {}
+        n_pending = 0
         classes_seen = len(self.class_defs)
-        while heap or pending:
-            if len(self.class_defs) != classes_seen or not heap:
+        while heap:
+            if len(self.class_defs) != classes_seen and pending:
+                new_classes = self.class_defs[classes_seen:]
                 classes_seen = len(self.class_defs)
-                still = []
-                for score, site, pp, pcls, caller, pdepth, pwho in pending:
-                    found = [t for t in self._without_overloads(self.resolve(pp, pcls, site, caller)) if self._of_reached_class(*t)]
-                    if not found:
-                        still.append((score, site, pp, pcls, caller, pdepth, pwho))
-                    for tp, td in found:
-                        push(score / len(found), tp, td, pdepth, pwho)
-                pending = still if heap else []
-                if not heap:
-                    continue
+                for cpath, c in new_classes:
+                    cp = self.parsed(cpath)
+                    names = cp.member_map(c).keys() & pending.keys() if cp is not None else ()
+                    for name in names:
+                        for score, site, pp, pcls, caller, pdepth, pwho in pending.pop(name):
+                            found = [(cpath, m) for m in cp.members(c, name)]  # type: ignore[union-attr]
+                            for tp, td in found:
+                                push(score / len(found), tp, td, pdepth, pwho)
             neg, _, path, d, depth, via = heapq.heappop(heap)
             key = (path, d.line)
             if key in out:
@@ -533,8 +585,9 @@ class CalleeWalk:
             for site, targets in resolved:
                 targets = self._without_overloads(targets)
                 if not targets:
-                    if site.receiver is not None and site.kind == "call" and len(pending) < MAX_PENDING:
-                        pending.append((-neg * DECAY, site, p, cls, d, depth + 1, who))
+                    if site.receiver is not None and site.kind == "call" and n_pending < MAX_PENDING:
+                        pending.setdefault(site.name, []).append((-neg * DECAY, site, p, cls, d, depth + 1, who))
+                        n_pending += 1
                     continue
                 preferred = [t for t in targets if self._of_reached_class(*t)]
                 targets = preferred or targets
@@ -544,7 +597,8 @@ class CalleeWalk:
                     in_tests = 0.5 if _is_test_path(tp) else 1.0
                     push(-neg * DECAY * share * KIND_FACTOR[site.kind] * generic * in_tests, tp, td, depth + 1, who)
             # What the language runs without a name at the call: operators, getattr families, tables, strings.
-            for disp in dispatches(p.tree, p.lang, _decorated_start(p.lines, d.line), d.end_line):
+            # a plug-in is named where the failure starts (the test), not in every message below it
+            for disp in dispatches(p.tree, p.lang, _decorated_start(p.lines, d.line), d.end_line, strings=depth == 0):
                 targets = [t for t in self.dispatch_targets(p, cls, disp, d) if (t[0], t[1].line) != key]
                 if not targets:
                     continue
@@ -624,10 +678,18 @@ class CalleeWalk:
             return False
         tags = self.index.files.get(path)
         if tags is not None:  # the walk's definitions of a file are its tags' (see _parse)
-            c = _class_around(tags.defs, d)
-            if c is None or c.name not in self.classes:
+            if self._class_of(path, tags).get(d.line) not in self.classes:
                 return False
         return self._class_name(path, d) in self.classes
+
+    def _class_of(self, path: str, tags: FileTags) -> dict[int, str]:
+        """Definition line -> its class's name, for a file's tags (kept across walks in the ParseCache)."""
+        if self.cache is not None:
+            return self.cache.classes_around(path, tags)
+        around = self._class_names.get(path)
+        if around is None or around[0] is not tags:
+            around = self._class_names[path] = (tags, _classes_around(tags.defs))
+        return around[1]
 
     def _class_name(self, path: str, d: Definition) -> str | None:
         p = self.parsed(path)

@@ -89,22 +89,22 @@ _QUERIES = {
 (call function: (identifier) @fn)
 (call function: (attribute attribute: (identifier) @mixin))
 (call function: (subscript value: (_) @table))
-(assignment right: (subscript value: (_) @table))
-(string) @str
 """,
     "javascript": """
 (subscript_expression index: (binary_expression) @prefix)
 (subscript_expression object: [(identifier) (member_expression)] @table index: [(identifier) (member_expression) (call_expression)])
-(string) @str
 """,
 }
+_STRINGS_QUERY = "(string) @str"
 
 
 @cache
-def _query(lang: str) -> Query | None:
+def _query(lang: str, strings: bool = False) -> Query | None:
     text = _QUERIES.get("javascript" if lang in JS_LANGS else lang)
     if text is None:
         return None
+    if strings:
+        text = _STRINGS_QUERY
     try:
         return Query(get_language(lang), text)
     except Exception:
@@ -112,10 +112,11 @@ def _query(lang: str) -> Query | None:
         return None
 
 
-def dispatches(tree: Tree, lang: str, start_line: int, end_line: int) -> list[Dispatch]:
-    """The dispatched calls in lines start_line..end_line, one per (kind, names), in source order."""
-    query = _query(lang)
-    if query is None:
+def dispatches(tree: Tree, lang: str, start_line: int, end_line: int, *, strings: bool = True) -> list[Dispatch]:
+    """The dispatched calls in lines start_line..end_line, one per (kind, names), in source order;
+    string literals that may name a definition only if `strings`."""
+    queries = [q for q in (_query(lang), _query(lang, True) if strings else None) if q is not None]
+    if not queries:
         return []
     source = source_of(tree)
     out: dict[tuple[str, tuple[str, ...]], Dispatch] = {}
@@ -126,9 +127,12 @@ def dispatches(tree: Tree, lang: str, start_line: int, end_line: int) -> list[Di
         if names and key not in out:
             out[key] = Dispatch(kind, names, node.start_point[0] + 1)
 
-    cursor = QueryCursor(query)
-    cursor.set_point_range((max(0, start_line - 1), 0), (end_line, 0))
-    for _, caps in cursor.matches(tree.root_node):
+    matches = []
+    for query in queries:
+        cursor = QueryCursor(query)
+        cursor.set_point_range((max(0, start_line - 1), 0), (end_line, 0))
+        matches += cursor.matches(tree.root_node)
+    for _, caps in matches:
         for cap, nodes in caps.items():
             for node in nodes:
                 if not start_line <= node.start_point[0] + 1 <= end_line:
@@ -197,12 +201,19 @@ def table_members(tree: Tree, lang: str, name: str, start_line: int, end_line: i
     an object literal) can be found by the caller."""
     source = source_of(tree)
     out: list[tuple[str | None, str, int]] = []
-    stack = [tree.root_node]
+    lines = (source or b"").decode("utf-8", "replace").splitlines()
+    assigned = re.compile(rf"^\s*(?:(?:const|let|var|export)\s+)*{re.escape(name)}\s*(?::[^=]*)?=\s*[\[{{(]")
+    hits = [i for i in range(max(0, start_line - 1), min(end_line, len(lines))) if assigned.match(lines[i])]
+    stack = []
+    for i in hits[:4]:  # the statement on that line: found through the tree, not by walking all of it
+        col = max(0, lines[i].find(name))  # on the assigned name: its parents are the assignment
+        node = tree.root_node.descendant_for_point_range((i, col), (i, col))
+        while node is not None and node.type not in ("assignment", "assignment_expression", "variable_declarator"):
+            node = node.parent
+        if node is not None:
+            stack.append(node)
     while stack:
         node = stack.pop()
-        if not _in_range(node, start_line, end_line):
-            continue
-        stack.extend(node.children)
         left = right = None
         if node.type in ("assignment", "assignment_expression"):
             left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
