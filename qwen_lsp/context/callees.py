@@ -777,6 +777,8 @@ def is_test_path(path: str) -> bool:
 # --------------------------------------------------------------------------- rendering
 
 BIG_CLASS_LINES = 40  # a longer class is shown as its header and member signatures
+LONG_BODY_LINES = 60  # a longer callee (not a start, not a changed one) is shown as the part the failure touches
+TOUCH_CONTEXT = 4  # lines kept around each touched line
 
 
 def render_callees(walk: CalleeWalk, callees: list[Callee], budget: int, shown: list[tuple[str, int, int]]) -> str:
@@ -787,6 +789,7 @@ def render_callees(walk: CalleeWalk, callees: list[Callee], budget: int, shown: 
         return ""
     parts: list[str] = []
     used = 0
+    reached_names = frozenset(c.defn.name.lower() for c in callees[:60] if c.defn.kind != "module")
     for c in callees:
         if budget - used < 60:
             break
@@ -803,6 +806,11 @@ def render_callees(walk: CalleeWalk, callees: list[Callee], budget: int, shown: 
         else:
             body = elide_docstrings(p.lines, p.tree, p.lang, c.start, d.end_line)
             what = "whole"
+            if c.depth > 0 and not c.via.startswith("changed") and d.end_line - c.start + 1 > LONG_BODY_LINES \
+                    and count_tokens(body) > budget // 4:  # it would crowd out shorter bodies ranked below it
+                part = _touched_part(body.splitlines(), walk.words | reached_names - {d.name.lower()})
+                if part is not None:
+                    body, what = part, "the part the failure's names touch, … marks lines left out"
         why = ("a traceback frame's function" if c.depth == 0 else c.via if c.via.startswith(("named by", "changed"))
                else f"called from {c.via}")
         block = f"#### {c.path} lines {c.start}-{d.end_line} ({what}; {why})\n```{_fence(c.path)}\n{body}\n```"
@@ -817,6 +825,31 @@ def render_callees(walk: CalleeWalk, callees: list[Callee], budget: int, shown: 
         parts.append(block)
         used += tokens
     return "\n\n".join(parts)
+
+
+def _touched_part(body: list[str], words: frozenset[str]) -> str | None:
+    """A long body (its lines, docstrings elided) cut to the lines that name one of `words`
+    (the failure's words, the other reached definitions' names), each with TOUCH_CONTEXT lines around
+    it, and its header; None when nothing past the header is touched or the part would be most of it."""
+    if not words:
+        return None
+    keep = {0, 1}
+    touched = False
+    for i, line in enumerate(body):
+        if i > 1 and any(w.lower() in words for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]{2,}", line)):
+            keep.update(range(max(0, i - TOUCH_CONTEXT), min(len(body), i + TOUCH_CONTEXT + 1)))
+            touched = True
+    if not touched or len(keep) > 0.6 * len(body):
+        return None
+    out: list[str] = []
+    for i, line in enumerate(body):
+        if i in keep:
+            out.append(line)
+        elif i - 1 in keep:
+            end = min([k for k in keep if k > i] or [len(body)]) - 1
+            indent = line[: len(line) - len(line.lstrip())] or "    "
+            out.append(f"{indent}… ({end - i + 1} lines left out)")
+    return "\n".join(out)
 
 
 def _fence(path: str) -> str:

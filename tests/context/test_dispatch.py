@@ -281,3 +281,19 @@ def test_js_walk_reaches_through_reexports_this_and_object_methods(tmp_path: Pat
                  "src/rules.js:evaluate",  # rules: require('./rules') re-exported by the index
                  "src/rules.js:literal", "src/rules.js:not"):  # members of the evaluators table
         assert name in got, (name, sorted(got))
+
+
+def test_a_long_callee_is_shown_as_the_part_the_failure_touches(tmp_path: Path) -> None:
+    from qwen_lsp.context.callees import render_callees
+
+    ws = tmp_path / "ws"
+    filler = "".join(f"    step_{i} = {i}\n" for i in range(80))
+    write(ws, "long.py", f"def long_one(x):\n{filler}    total = compute_margin(x)\n{filler}    return total\n\n\n"
+                         "def compute_margin(x):\n    return x * 2\n")
+    write(ws, "test_long.py", "from long import long_one\n\n\ndef test_margin():\n    margin = 3\n    assert long_one(1) == margin\n")
+    walk = walk_of(ws, tmp_path)
+    callees = walk.walk([("test_long.py", 6)], walk.hints("test_long.py", 6))
+    text = render_callees(walk, callees, 4000, [])
+    assert "    total = compute_margin(x)" in text and "left out" in text
+    assert "step_40 = 40" not in text  # far from anything the failure names
+    assert "def compute_margin(x):" in text  # and the rest of the budget goes to more, shorter bodies
