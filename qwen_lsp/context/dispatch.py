@@ -50,7 +50,6 @@ _MIXINS = {"update": ("__setitem__",), "setdefault": ("__getitem__", "__setitem_
            "extend": ("__iadd__", "append"), "copy": ("__copy__",), "discard": ("__contains__",)}
 _STRING = re.compile(r"^[A-Za-z_][\w\-]{2,40}$")
 _PREFIX = re.compile(r"""^[fbrFBR]?['"`]([A-Za-z_]\w*)""")
-_TEST_CALLS = ("test", "it", "describe", "suite", "context", "specify")
 _HOOKS = ("beforeEach", "before", "beforeAll", "setup")
 _JS_FUNCTIONS = ("arrow_function", "function_expression", "function", "function_declaration", "method_definition",
                  "generator_function", "generator_function_declaration")
@@ -71,10 +70,6 @@ class Dispatch:
 
 def _text(node: Node, source: bytes | None) -> str:
     return node_text(node, source).decode("utf-8", "replace")
-
-
-def _in_range(node: Node, start_line: int, end_line: int) -> bool:
-    return node.end_point[0] + 1 >= start_line and node.start_point[0] + 1 <= end_line
 
 
 _QUERIES = {
