@@ -39,9 +39,9 @@ log = logging.getLogger(__name__)
 ReadFile = Callable[[str], str | None]
 
 MAX_DEPTH = 8  # calls followed below a start, at most: the rank decides (MIN_EXPAND)
-MIN_EXPAND = 0.08  # a definition ranked below this is shown if it fits, its calls not followed (about five levels of single calls)
+MIN_EXPAND = 0.1  # a definition ranked below this is shown if it fits, its calls not followed (five levels of single calls)
 MAX_CACHED_FILES = 256  # parses a ParseCache keeps (a walk reads a few dozen files)
-MAX_VISITS = 110  # definitions expanded per walk, best-ranked first: bounds the work on a huge call graph
+MAX_VISITS = 90  # definitions expanded per walk, best-ranked first: bounds the work on a huge call graph
 MAX_AMBIGUOUS = 6  # a method name defined in more places than this is not followed through the index
 MAX_CLASS_CHECKS = 60  # ... except into reached classes, checked among at most this many definitions
 DECAY = 0.6  # per level
