@@ -39,15 +39,17 @@ log = logging.getLogger(__name__)
 ReadFile = Callable[[str], str | None]
 
 MAX_DEPTH = 8  # calls followed below a start, at most: the rank decides (MIN_EXPAND)
-MIN_EXPAND = 0.1  # a definition ranked below this is shown if it fits, its calls not followed (five levels of single calls)
+ALWAYS_DEPTH = 3  # calls of definitions this close to a start are followed whatever their rank (a wide fan-out)
+MIN_EXPAND = 0.1  # deeper, only a definition ranked at least this has its calls followed (five levels of single calls)
 MAX_CACHED_FILES = 256  # parses a ParseCache keeps (a walk reads a few dozen files)
-MAX_VISITS = 90  # definitions expanded per walk, best-ranked first: bounds the work on a huge call graph
+MAX_VISITS = 160  # definitions expanded per walk, best-ranked first: bounds the work on a huge call graph
 MAX_AMBIGUOUS = 6  # a method name defined in more places than this is not followed through the index
 MAX_CLASS_CHECKS = 60  # ... except into reached classes, checked among at most this many definitions
 DECAY = 0.6  # per level
 KIND_FACTOR = {"call": 1.0, "value": 0.8, "decorator": 0.5, "base": 0.4,
                # dispatch.py's: what an operator, a getattr prefix, a table or a string may run
                "dunder": 0.7, "family": 0.8, "table": 0.8, "string": 0.35}
+MAX_DUNDER_OWNERS = 12  # an operator is looked up in the enclosing class and the first classes reached (best first)
 MAX_PENDING = 200  # unresolved `x.m()` calls kept for classes reached later
 MAX_DISPATCH_TARGETS = 12  # more candidates than this for one dispatched call: only the best-worded ones
 HINT_SCORE = 0.35  # a definition named by the test, before sharing among the matches
@@ -229,6 +231,7 @@ class CalleeWalk:
         self.class_defs: list[tuple[str, Definition]] = []  # the same classes: their dunders, their families
         self._reached_keys: set[tuple[str, int]] = set()
         self._bases: dict[tuple[str, int], list[tuple[str, Definition]]] = {}
+        self._inherited: dict[tuple[str, int, str], list[tuple[str, Definition]]] = {}
         self._stem_table: dict[str, list[str]] | None = None
         self._class_names: dict[str, tuple[FileTags, dict[int, str]]] = {}  # path -> (tags, def line -> its class)
         self.words: frozenset[str] = frozenset()  # words of the failure (its test, its message): rank a family
@@ -410,13 +413,20 @@ class CalleeWalk:
         """`name` as the first base class (depth first, as Python's MRO mostly does) defines it."""
         if hops > 5:
             return []
+        key = (path, cls.line, name)
+        if key in self._inherited:
+            return self._inherited[key]
+        self._inherited[key] = []  # a cycle of bases ends here
+        found: list[tuple[str, Definition]] = []
         for bpath, base in self.bases(path, cls):
             bp = self.parsed(bpath)
             if bp is not None and (own := bp.members(base, name)):
-                return [(bpath, d) for d in own]
+                found = [(bpath, d) for d in own]
+                break
             if found := self.inherited(bpath, base, name, hops + 1):
-                return found
-        return []
+                break
+        self._inherited[key] = found
+        return found
 
     def reach_class(self, path: str, d: Definition) -> None:
         """A class the walk reached: its methods win an ambiguous `x.m()`, its dunders are what
@@ -435,7 +445,7 @@ class CalleeWalk:
                 owners.insert(0, (p.path, cls))
             found: list[tuple[str, Definition]] = []
             for name in disp.names:
-                for path, c in owners[:MAX_CLASS_CHECKS]:
+                for path, c in owners[:MAX_DUNDER_OWNERS]:
                     cp = self.parsed(path)
                     if cp is not None:  # its own dunder, else the one it inherits (LRUCache -> Cache)
                         found += [(path, m) for m in cp.members(c, name)] or self.inherited(path, c, name)
@@ -568,7 +578,8 @@ class CalleeWalk:
                     for m in p.members(d, ctor):
                         push(-neg * 0.9, path, m, depth, via)
                 continue
-            if depth >= MAX_DEPTH or -neg < MIN_EXPAND or expanded >= MAX_VISITS or p.tree is None or p.lang is None:
+            if depth >= MAX_DEPTH or (depth >= ALWAYS_DEPTH and -neg < MIN_EXPAND) or expanded >= MAX_VISITS \
+                    or p.tree is None or p.lang is None:
                 continue
             expanded += 1
             cls = p.classes_of(d)
