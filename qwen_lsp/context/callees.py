@@ -80,6 +80,15 @@ class _Parsed:
         self.path, self.text, self.lang = path, text, lang
         self._defs = defs
         self._members: dict[tuple[int, int, int], dict[str, list[Definition]]] = {}
+        self._dispatches: dict[tuple[int, int, bool], list[Dispatch]] = {}
+
+    def dispatches(self, start: int, end: int, strings: bool) -> list[Dispatch]:
+        """dispatch.dispatches of lines start..end, kept with the parse (a warm walk asks again)."""
+        key = (start, end, strings)
+        found = self._dispatches.get(key)
+        if found is None and self.tree is not None and self.lang is not None:
+            found = self._dispatches[key] = dispatches(self.tree, self.lang, start, end, strings=strings)
+        return found or []
 
     @cached_property
     def tree(self) -> Tree | None:
@@ -609,7 +618,7 @@ class CalleeWalk:
                     push(-neg * DECAY * share * KIND_FACTOR[site.kind] * generic * in_tests, tp, td, depth + 1, who)
             # What the language runs without a name at the call: operators, getattr families, tables, strings.
             # a plug-in is named where the failure starts (the test), not in every message below it
-            for disp in dispatches(p.tree, p.lang, _decorated_start(p.lines, d.line), d.end_line, strings=depth == 0):
+            for disp in p.dispatches(_decorated_start(p.lines, d.line), d.end_line, depth == 0):
                 targets = [t for t in self.dispatch_targets(p, cls, disp, d) if (t[0], t[1].line) != key]
                 if not targets:
                     continue
