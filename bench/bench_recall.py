@@ -26,6 +26,13 @@ counted (system + user messages + tool schemas, qwen_lsp.llm.tokens.count_tokens
 Sdists, the packages' test venv and the repositories live in ~/.cache/qwen-lsp-bench/recall
 ($RECALL_CACHE). Figures only, no pass/fail. Goals (issue 24): >= 95% uncommitted and latest,
 >= 75% old, callee cases (direct + deep) >= 70% in every variant, median prompt <= 12k tokens.
+
+    .venv/bin/python bench/bench_recall.py --corpus dispatch js --variants old    # issue 34's corpora
+
+Issue 34's corpora (--corpus dispatch, js): six packages whose code is reached through dispatch
+(recall/manifest_dispatch.json) and a JavaScript project tested with `node --test`
+(recall/jsproject, recall/manifest_js.json; a case then runs its own command, `node --test FILE`).
+Goals there, old variant: >= 85% overall, >= 75% away from the traceback, >= 80% JavaScript.
 """
 
 from __future__ import annotations
