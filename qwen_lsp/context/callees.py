@@ -40,6 +40,7 @@ ReadFile = Callable[[str], str | None]
 
 MAX_DEPTH = 8  # calls followed below a start, at most: the rank decides (MIN_EXPAND)
 ALWAYS_DEPTH = 3  # calls of definitions this close to a start are followed whatever their rank (a wide fan-out)
+_DISPATCHED = re.compile(r" \((?:dunder|family|table|string): [^()]*\)$")  # how a dispatch target's `via` ends
 MIN_EXPAND = 0.1  # deeper, only a definition ranked at least this has its calls followed (five levels of single calls)
 MAX_CACHED_FILES = 256  # parses a ParseCache keeps (a walk reads a few dozen files)
 MAX_VISITS = 160  # definitions expanded per walk, best-ranked first: bounds the work on a huge call graph
@@ -587,7 +588,8 @@ class CalleeWalk:
                     for m in p.members(d, ctor):
                         push(-neg * 0.9, path, m, depth, via)
                 continue
-            if depth >= MAX_DEPTH or (depth >= ALWAYS_DEPTH and -neg < MIN_EXPAND) or expanded >= MAX_VISITS \
+            near = depth < ALWAYS_DEPTH and not _DISPATCHED.search(via)  # a dispatch guess goes by rank alone
+            if depth >= MAX_DEPTH or (not near and -neg < MIN_EXPAND) or expanded >= MAX_VISITS \
                     or p.tree is None or p.lang is None:
                 continue
             expanded += 1
