@@ -26,6 +26,13 @@ counted (system + user messages + tool schemas, qwen_lsp.llm.tokens.count_tokens
 Sdists, the packages' test venv and the repositories live in ~/.cache/qwen-lsp-bench/recall
 ($RECALL_CACHE). Figures only, no pass/fail. Goals (issue 24): >= 95% uncommitted and latest,
 >= 75% old, callee cases (direct + deep) >= 70% in every variant, median prompt <= 12k tokens.
+
+    .venv/bin/python bench/bench_recall.py --corpus dispatch js --variants old    # issue 34's corpora
+
+Issue 34's corpora (--corpus dispatch, js): six packages whose code is reached through dispatch
+(recall/manifest_dispatch.json) and a JavaScript project tested with `node --test`
+(recall/jsproject, recall/manifest_js.json; a case then runs its own command, `node --test FILE`).
+Goals there, old variant: >= 85% overall, >= 75% away from the traceback, >= 80% JavaScript.
 """
 
 from __future__ import annotations
@@ -59,6 +66,10 @@ from qwen_lsp.llm.tokens import count_tokens  # noqa: E402
 from tests.vllm_double import Reply, VLLMDouble  # noqa: E402
 
 VARIANTS = ("uncommitted", "latest", "old")
+JS_PROJECT = ROOT / "bench" / "recall" / "jsproject"
+# --corpus: the manifests of bench/recall (default: issue 24's packages; dispatch and js: issue 34's)
+CORPORA = {"default": MANIFEST, "dispatch": MANIFEST.parent / "manifest_dispatch.json",
+           "js": MANIFEST.parent / "manifest_js.json"}
 DISTANCES = ("frame", "direct", "deep")
 PLAN = {"hypotheses": ["bench"], "evidence": [], "steps": ["none"], "verify_command": None}
 GIT_ENV = {"GIT_AUTHOR_NAME": "Dev", "GIT_AUTHOR_EMAIL": "dev@example.com", "GIT_COMMITTER_NAME": "Dev",
@@ -67,11 +78,31 @@ GIT_ENV = {"GIT_AUTHOR_NAME": "Dev", "GIT_AUTHOR_EMAIL": "dev@example.com", "GIT
 
 def git(repo: Path, *args: str, date: int = 0) -> str:
     stamp = f"{1_700_000_000 + date * 3600} +0000"
-    env = {**os.environ, **GIT_ENV, "GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp}
-    return subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True).stdout
+    # an empty config file of our own, not /dev/null: a sandbox test elsewhere on a shared machine may
+    # replace /dev/null for a moment, and git then refuses to run
+    empty = CACHE / "empty.gitconfig"
+    if not empty.exists():
+        empty.parent.mkdir(parents=True, exist_ok=True)
+        empty.write_text("")
+    env = {**os.environ, **GIT_ENV, "GIT_CONFIG_GLOBAL": str(empty), "GIT_CONFIG_SYSTEM": str(empty),
+           "GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp}
+    for attempt in range(3):
+        done = subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True, text=True)
+        if done.returncode == 0 or attempt == 2:
+            break
+        time.sleep(1)
+    done.check_returncode()
+    return done.stdout
 
 
 _BASE_LOCK = threading.Lock()
+
+
+def case_source(case: dict) -> Path:
+    """The pristine tree of the case's package: its unpacked sdist, or the JavaScript project kept here."""
+    if case.get("lang") == "javascript":
+        return JS_PROJECT
+    return source(Package(case["package"], case["version"], "", ()))
 
 
 def base_repo(case: dict) -> Path:
@@ -80,7 +111,7 @@ def base_repo(case: dict) -> Path:
     repo = CACHE / "repos" / pkg.dirname
     with _BASE_LOCK:
         if not (repo / ".git" / "refs" / "heads" / "main").exists():
-            _import(source(pkg), repo, pkg.dirname)
+            _import(case_source(case), repo, pkg.dirname)
     return repo
 
 
@@ -95,7 +126,7 @@ def _import(tree: Path, repo: Path, name: str) -> None:
 def others(repo: Path, case: dict, n: int) -> list[str]:
     """`n` other library files of the package (not the mutated one), deterministically."""
     lib = Path(case["file"]).parent
-    files = sorted(p.relative_to(repo).as_posix() for p in (repo / lib).glob("*.py")
+    files = sorted(p.relative_to(repo).as_posix() for p in (repo / lib).glob("*" + Path(case["file"]).suffix)
                    if p.relative_to(repo).as_posix() != case["file"] and p.stat().st_size > 0)
     files += sorted(p.name for p in repo.glob("*.rst")) + sorted(p.name for p in repo.glob("*.md"))
     return [files[(i * 7 + len(case["function"])) % len(files)] for i in range(n)] if files else []
@@ -115,7 +146,8 @@ def make_variant(case: dict, variant: str, dest: Path) -> Path:
     if variant == "old":
         for i, other in enumerate(dict.fromkeys(others(dest, case, 4)), start=2):
             target = dest / other
-            comment = "\n.. revised\n" if other.endswith(".rst") else "\n<!-- revised -->\n" if other.endswith(".md") else "\n# revised\n"
+            comment = ("\n.. revised\n" if other.endswith(".rst") else "\n<!-- revised -->\n" if other.endswith(".md")
+                       else "\n// revised\n" if other.endswith(".js") else "\n# revised\n")
             target.write_text(target.read_text(encoding="utf-8") + comment, encoding="utf-8")
             git(dest, "commit", "-qam", f"Tidy {Path(other).name}", date=i)
     return dest
@@ -203,7 +235,7 @@ def run_qfix(python: str, repo: Path, case: dict, double: VLLMDouble, timeout: f
              checkout: Path | None = None) -> dict[str, Any]:
     """qfix --json --dry-run -- python -m pytest -x TEST in `repo`, as a user runs it: a new process,
     or (`driver`) qfix's main() with the same argv and environment in a long-lived one."""
-    command = ["python", "-m", "pytest", "-x", case["test"]]
+    command = case.get("command") or ["python", "-m", "pytest", "-x", case["test"]]
     argv = ["--json", "--dry-run", "--", *command]
     # One cache per package, variant and qfix, as a user's warm cache: never a plan cached for the same
     # files (each case of a package changes a different line; each variant of a case gets its own cache).
@@ -253,8 +285,7 @@ def run_qfix(python: str, repo: Path, case: dict, double: VLLMDouble, timeout: f
 
 def found(case: dict, prompt: str) -> bool:
     """Does `prompt` show the case's mutated function around its mutated line? (recall/score.py)"""
-    pkg = Package(case["package"], case["version"], "", ())
-    mutant = apply((source(pkg) / case["file"]).read_text(encoding="utf-8"), mutation(case))
+    mutant = apply((case_source(case) / case["file"]).read_text(encoding="utf-8"), mutation(case))
     code, other = function_lines(mutant, case["def_line"], case["end_line"])
     return shown(prompt, code, case["line"], other)
 
@@ -314,7 +345,10 @@ def main(argv: list[str] | None = None) -> int:
                     "(another checkout's venv: /path/.venv/bin/python); default: this one")
     ap.add_argument("--checkout", type=Path, help="put this checkout first on qfix's path (for a venv whose "
                     "editable install points elsewhere); the run prints where qwen_lsp was imported from")
-    ap.add_argument("--manifest", type=Path, default=MANIFEST)
+    ap.add_argument("--manifest", type=Path, nargs="+", help="manifests to run (default: those --corpus names)")
+    ap.add_argument("--corpus", nargs="+", choices=sorted(CORPORA), default=["default"],
+                    help="dispatch: packages reached through dunders, visitors, handler tables, plug-ins; js: the "
+                    "JavaScript project tested with node --test (issue 34)")
     ap.add_argument("--limit", type=int, help="only the first N cases (taken round-robin over packages)")
     ap.add_argument("--cases", nargs="*", help="only these case ids")
     ap.add_argument("--variants", nargs="*", choices=VARIANTS, default=list(VARIANTS))
@@ -328,7 +362,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="run nothing: print the figures of earlier --save files together, for the cases --limit/--cases select "
                     "(a later run of a case wins)")
     args = ap.parse_args(argv)
-    cases = interleaved(json.loads(args.manifest.read_text())["cases"])
+    manifests = args.manifest or [CORPORA[c] for c in args.corpus]
+    cases = interleaved([c for m in manifests for c in json.loads(m.read_text())["cases"]])
     if args.cases:
         cases = [c for c in cases if c["id"] in args.cases]
     if args.limit:
@@ -346,7 +381,7 @@ def main(argv: list[str] | None = None) -> int:
                 kept = args.prompts / f"{r['id']}-{r['variant']}.txt"
                 if kept.exists():
                     r["found"] = found(by_id[r["id"]], kept.read_text(encoding="utf-8"))
-        print(f"{len({r['id'] for r in rows})} cases of {args.manifest} in {len(args.report)} saved run(s)")
+        print(f"{len({r['id'] for r in rows})} cases of {' '.join(map(str, manifests))} in {len(args.report)} saved run(s)")
         report(rows, [v for v in VARIANTS if v in args.variants])
         return 0
 
@@ -399,7 +434,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(CACHE / "runs" / str(os.getpid()), ignore_errors=True)
     report(results, args.variants)
     if args.save:
-        args.save.write_text(json.dumps({"python": args.python, "manifest": str(args.manifest),
+        args.save.write_text(json.dumps({"python": args.python, "manifest": [str(m) for m in manifests],
                                          "results": results}, indent=1) + "\n")
     return 0
 

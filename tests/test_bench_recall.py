@@ -121,3 +121,20 @@ def test_a_hunk_named_by_its_def_line_is_found_a_hunk_named_by_the_class_is_not(
     assert not shown(hunk.format("class Totals:"), code, 4, other)
     removed_only = "@@ -3,3 +3,3 @@ def total(values):\n-        result = result - v\n+        result = result + v\n"
     assert not shown(removed_only, code, 4, other)  # the function as it was, not as it is
+
+
+def test_javascript_mutants_differ_on_one_line_outside_strings_and_are_scored() -> None:
+    from bench.recall.jsbuild import candidates, line_mutations
+
+    line = "    if (this.minor < other.minor && flag === 'a < b') return -1;"
+    muts = dict(line_mutations(line))
+    assert "compare" in muts and "boolop" in muts and "off_by_one" in muts
+    for op, mutated in line_mutations(line):
+        assert mutated != line
+        assert op == "dropped_statement" or "'a < b'" in mutated  # the string is never mutated
+    source = "'use strict';\n\nfunction cmp(a, b) {\n  // which is first\n  if (a < b) return -1;\n  return a > b ? 1 : 0;\n}\n"
+    found = candidates("src/cmp.js", source)
+    assert found and {c["function"] for c in found} == {"cmp"} and all(4 <= c["line"] <= 6 for c in found)
+    code, _other = function_lines(source, 3, 7)
+    assert [t for _, t in code] == ["function cmp(a, b) {", "if (a < b) return -1;", "return a > b ? 1 : 0;", "}"]
+    assert shown("```js\n" + source + "```\n", code, 5)

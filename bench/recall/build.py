@@ -22,6 +22,7 @@ import ast
 import json
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -67,8 +68,26 @@ PACKAGES = [
 ]
 
 
+# Issue 34's corpus (bench/recall/manifest_dispatch.json): packages whose code is reached through
+# dispatch (dunders and operators, getattr visitors, handler tables, plug-ins named by strings).
+DISPATCH_PACKAGES = [
+    Package("cachetools", "5.5.0", "src/cachetools", ("tests",), "src"),
+    Package("simpleeval", "1.0.3", "simpleeval.py", ("test_simpleeval.py",)),
+    Package("pycparser", "2.22", "pycparser", ("tests/test_c_ast.py", "tests/test_c_generator.py",
+                                               "tests/test_c_parser.py")),
+    Package("boltons", "24.0.0", "boltons", ("tests/test_dictutils.py", "tests/test_setutils.py",
+                                             "tests/test_cacheutils.py", "tests/test_listutils.py")),
+    Package("tomlkit", "0.13.2", "tomlkit", ("tests/test_api.py", "tests/test_items.py", "tests/test_build.py",
+                                            "tests/test_toml_document.py", "tests/test_write.py")),
+    Package("pyparsing", "3.1.4", "pyparsing", ("tests/test_simple_unit.py",)),
+]
+CORPORA = {"default": (PACKAGES, MANIFEST), "dispatch": (DISPATCH_PACKAGES, HERE / "manifest_dispatch.json")}
+# Functions a test reaches only through dispatch are tried first in the dispatch corpus.
+DISPATCHED = re.compile(r"(^|\.)(__(?!init__)\w+__|visit_\w*|on_\w+|_?eval_\w+|handle\w*|run|_?op_\w+)$")
+
+
 def package(name: str) -> Package:
-    return next(p for p in PACKAGES if p.name == name)
+    return next(p for p in [*PACKAGES, *DISPATCH_PACKAGES] if p.name == name)
 
 
 def run(argv: list[str], **kw) -> subprocess.CompletedProcess[str]:
@@ -150,7 +169,8 @@ def key(pkg: Package, rel: str, m: Mutation) -> str:
     return f"{path}::{m.function.qualname}::{m.function.first_line}"
 
 
-def build_package(pkg: Package, rng: random.Random, per_package: int, max_frame: int, budget_s: float) -> list[dict]:
+def build_package(pkg: Package, rng: random.Random, per_package: int, max_frame: int, budget_s: float,
+                  prefer: re.Pattern[str] | None = None) -> list[dict]:
     tree = source(pkg)
     callers = prepass(pkg)
     work = CACHE / "work" / pkg.dirname
@@ -169,6 +189,8 @@ def build_package(pkg: Package, rng: random.Random, per_package: int, max_frame:
                 sites.setdefault(k, (rel, []))[1].append(m)
     order = sorted(sites)
     rng.shuffle(order)
+    if prefer is not None:  # stable: the preferred ones first, each group still shuffled
+        order.sort(key=lambda k: not prefer.search(k.split("::")[1]))
     cases: list[dict] = []
     frames = 0
     started = time.monotonic()
@@ -258,8 +280,8 @@ def verify(cases: list[dict]) -> list[dict]:
     return kept
 
 
-def write(seed: int, cases: list[dict], out: Path = MANIFEST) -> None:
-    manifest = {"seed": seed, "test_deps": TEST_DEPS, "packages": [asdict(p) for p in PACKAGES],
+def write(seed: int, cases: list[dict], out: Path = MANIFEST, packages: list[Package] = PACKAGES) -> None:
+    manifest = {"seed": seed, "test_deps": TEST_DEPS, "packages": [asdict(p) for p in packages],
                 "cases": sorted(cases, key=lambda c: c["id"])}
     out.write_text(json.dumps(manifest, indent=1) + "\n")
 
@@ -272,27 +294,32 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget", type=float, default=420, help="seconds of mutation trials per package")
     ap.add_argument("--packages", nargs="*", help="only these (the manifest keeps the others' cases)")
     ap.add_argument("--verify", action="store_true", help="only re-check the manifest's cases (see verify())")
-    ap.add_argument("--out", type=Path, default=MANIFEST, help="the manifest to write (e.g. a held-out set "
-                    "with another --seed)")
+    ap.add_argument("--corpus", choices=sorted(CORPORA), default="default", help="which package list: dispatch is "
+                    "issue 34's (manifest_dispatch.json; dispatch-shaped functions are tried first)")
+    ap.add_argument("--out", type=Path, help="the manifest to write (e.g. a held-out set with another --seed); "
+                    "default: the corpus's")
     args = ap.parse_args(argv)
+    packages, default_out = CORPORA[args.corpus]
+    args.out = args.out or default_out
+    prefer = DISPATCHED if args.corpus == "dispatch" else None
     if args.verify:
         manifest = json.loads(args.out.read_text())
         cases = verify(manifest["cases"])
-        write(manifest["seed"], cases, args.out)
+        write(manifest["seed"], cases, args.out, packages)
         print(f"{len(cases)} of {len(manifest['cases'])} cases hold")
         return 0
     old = json.loads(args.out.read_text()) if args.out.exists() and args.packages else {"cases": []}
     cases = [c for c in old["cases"] if c["package"] not in (args.packages or [])]
-    for pkg in PACKAGES:
+    for pkg in packages:
         if args.packages and pkg.name not in args.packages:
             continue
         print(f"{pkg.dirname}:", flush=True)
         cases += build_package(pkg, random.Random(f"{args.seed}-{pkg.name}"), args.per_package, args.max_frame,
-                               args.budget)
-        write(args.seed, cases, args.out)  # after each package: an interrupted build keeps what it found
+                               args.budget, prefer)
+        write(args.seed, cases, args.out, packages)  # after each package: an interrupted build keeps what it found
     print("verifying each case on its own:", flush=True)
     cases = verify(cases)
-    write(args.seed, cases, args.out)
+    write(args.seed, cases, args.out, packages)
     by = {d: sum(c["distance"] == d for c in cases) for d in ("frame", "direct", "deep")}
     print(f"{len(cases)} cases {by} -> {args.out}")
     return 0

@@ -33,7 +33,11 @@ def function_lines(source: str, def_line: int, end_line: int) -> tuple[list[tupl
     prompt may show them between two code lines."""
     lines = source.splitlines()
     skip: set[int] = set()
-    for node in ast.walk(ast.parse(source)):
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:  # JavaScript (bench/recall/jsbuild.py): only its comments are skipped
+        tree = ast.Module(body=[], type_ignores=[])
+    for node in ast.walk(tree):
         body = getattr(node, "body", None)
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and body \
                 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
@@ -43,7 +47,7 @@ def function_lines(source: str, def_line: int, end_line: int) -> tuple[list[tupl
     other: set[str] = set()
     for n in range(def_line, min(end_line, len(lines)) + 1):
         text = lines[n - 1].strip()
-        if text and not text.startswith("#") and n not in skip:
+        if text and not text.startswith(("#", "//", "/*", "* ", "*/")) and text != "*" and n not in skip:
             out.append((n, text))
         elif text:
             other.add(text)

@@ -25,6 +25,9 @@ from tree_sitter import Tree
 from qwen_lsp.context.callsites import (
     Binding, Site, call_sites, elide_docstrings, filter_names, module_file_candidates, python_bindings, words_of_test_name,
 )
+from qwen_lsp.context.dispatch import (
+    JS_LANGS, Dispatch, dispatches, js_bindings, words_of, js_function_span, js_hooks, js_module_candidates, table_members,
+)
 from qwen_lsp.context.ranking import GENERIC_NAMES
 from qwen_lsp.context.repomap import FileTags, TagIndex
 from qwen_lsp.context.source import enclosing
@@ -35,15 +38,25 @@ log = logging.getLogger(__name__)
 
 ReadFile = Callable[[str], str | None]
 
-MAX_DEPTH = 3  # calls followed below a start
+MAX_DEPTH = 8  # calls followed below a start, at most: the rank decides (MIN_EXPAND)
+ALWAYS_DEPTH = 3  # calls of definitions this close to a start are followed whatever their rank (a wide fan-out)
+_DISPATCHED = re.compile(r" \((?:dunder|family|table|string): [^()]*\)$")  # how a dispatch target's `via` ends
+MIN_EXPAND = 0.1  # deeper, only a definition ranked at least this has its calls followed (five levels of single calls)
 MAX_CACHED_FILES = 256  # parses a ParseCache keeps (a walk reads a few dozen files)
-MAX_VISITS = 160  # definitions expanded per walk: bounds the work on a huge call graph
+MAX_VISITS = 160  # definitions expanded per walk, best-ranked first: bounds the work on a huge call graph
 MAX_AMBIGUOUS = 6  # a method name defined in more places than this is not followed through the index
 MAX_CLASS_CHECKS = 60  # ... except into reached classes, checked among at most this many definitions
 DECAY = 0.6  # per level
-KIND_FACTOR = {"call": 1.0, "value": 0.8, "decorator": 0.5, "base": 0.4}
+KIND_FACTOR = {"call": 1.0, "value": 0.8, "decorator": 0.5, "base": 0.4,
+               # dispatch.py's: what an operator, a getattr prefix, a table or a string may run
+               "dunder": 0.7, "family": 0.8, "table": 0.8, "string": 0.35}
+MAX_DUNDER_OWNERS = 12  # an operator is looked up in the enclosing class and the first classes reached (best first)
+MAX_PENDING = 200  # unresolved `x.m()` calls kept for classes reached later
+MAX_DISPATCH_TARGETS = 12  # more candidates than this for one dispatched call: only the best-worded ones
 HINT_SCORE = 0.35  # a definition named by the test, before sharing among the matches
 CONSTRUCTORS = ("__init__", "__post_init__", "__new__", "__call__")
+_COMMON_PARTS = {"visit", "eval", "get", "set", "check", "handle", "parse", "render", "item", "iter", "init", "str",
+                 "repr", "call", "new", "exit", "enter", "self", "node"}
 _STOP_WORDS = {
     "test", "tests", "should", "when", "with", "and", "the", "for", "not", "is", "an", "of", "in", "on", "to", "from",
     "by", "it", "returns", "raises", "error", "errors", "works", "basic", "simple", "default", "valid", "invalid",
@@ -67,6 +80,16 @@ class _Parsed:
     def __init__(self, path: str, text: str, lang: str | None, defs: list[Definition] | None) -> None:
         self.path, self.text, self.lang = path, text, lang
         self._defs = defs
+        self._members: dict[tuple[int, int, int], dict[str, list[Definition]]] = {}
+        self._dispatches: dict[tuple[int, int, bool], list[Dispatch]] = {}
+
+    def dispatches(self, start: int, end: int, strings: bool) -> list[Dispatch]:
+        """dispatch.dispatches of lines start..end, kept with the parse (a warm walk asks again)."""
+        key = (start, end, strings)
+        found = self._dispatches.get(key)
+        if found is None and self.tree is not None and self.lang is not None:
+            found = self._dispatches[key] = dispatches(self.tree, self.lang, start, end, strings=strings)
+        return found or []
 
     @cached_property
     def tree(self) -> Tree | None:
@@ -84,14 +107,47 @@ class _Parsed:
 
     @cached_property
     def bindings(self) -> dict[str, Binding]:
-        return python_bindings(self.tree) if self.lang == "python" and self.tree is not None else {}
+        if self.tree is None:
+            return {}
+        if self.lang == "python":
+            return python_bindings(self.tree)
+        return js_bindings(self.tree) if self.lang in JS_LANGS else {}
+
+    def text_of(self, first: int, last: int) -> str:
+        return "\n".join(self.lines[first - 1 : last])
 
     def classes_of(self, d: Definition) -> Definition | None:
         """The class immediately around `d`, if any."""
         return _class_around(self.defs, d)
 
     def members(self, cls: Definition, name: str) -> list[Definition]:
-        return [d for d in self.defs if d.name == name and cls.line < d.line <= cls.end_line and d.depth == cls.depth + 1]
+        return self.member_map(cls).get(name, [])
+
+    def member_map(self, cls: Definition) -> dict[str, list[Definition]]:
+        """The class's own members by name (computed once per class: dispatch asks for many names)."""
+        key = (cls.line, cls.end_line, cls.depth)
+        table = self._members.get(key)
+        if table is None:
+            table = {}
+            for d in self.defs:
+                if cls.line < d.line <= cls.end_line and d.depth == cls.depth + 1:
+                    table.setdefault(d.name, []).append(d)
+            self._members[key] = table
+        return table
+
+
+def _classes_around(defs: list[Definition]) -> dict[int, str]:
+    """Each definition's line -> the name of the class immediately around it (one pass, nesting by a stack)."""
+    out: dict[int, str] = {}
+    stack: list[Definition] = []
+    for d in sorted(defs, key=lambda x: (x.line, -x.end_line)):
+        while stack and stack[-1].end_line < d.line:
+            stack.pop()
+        parent = next((c for c in reversed(stack) if c.depth == d.depth - 1), None)
+        if parent is not None and parent.kind in CONTAINER_KINDS and parent.line < d.line:
+            out[d.line] = parent.name
+        stack.append(d)
+    return out
 
 
 def _class_around(defs: list[Definition], d: Definition) -> Definition | None:
@@ -108,6 +164,8 @@ class ParseCache:
     def __init__(self, max_files: int = MAX_CACHED_FILES) -> None:
         self._files: dict[str, tuple[str, FileTags | None, _Parsed]] = {}
         self._modules: tuple[tuple[str, ...], dict[str, list[str]]] | None = None
+        self._stems: tuple[tuple[str, ...], dict[str, list[str]]] | None = None
+        self._around: dict[str, tuple[FileTags, dict[int, str]]] = {}
         self._max = max_files
         self._lock = threading.Lock()  # a prefetch and a fix may walk at once, on two threads
 
@@ -123,12 +181,37 @@ class ParseCache:
             self._files[path] = (text, tags, parsed)
             return parsed
 
+    def classes_around(self, path: str, tags: FileTags) -> dict[int, str]:
+        """`_classes_around(tags.defs)`, kept while the file's tags are the same object."""
+        hit = self._around.get(path)
+        if hit is None or hit[0] is not tags:
+            with self._lock:
+                if len(self._around) >= self._max * 8:
+                    self._around.clear()
+                hit = self._around[path] = (tags, _classes_around(tags.defs))
+        return hit[1]
+
+    def stems(self, index: TagIndex) -> dict[str, list[str]]:
+        files = tuple(index.files)
+        stems = self._stems
+        if stems is None or stems[0] != files:
+            stems = self._stems = (files, _stem_table(files))
+        return stems[1]
+
     def modules(self, index: TagIndex) -> dict[str, list[str]]:
         files = tuple(index.files)
         modules = self._modules
         if modules is None or modules[0] != files:
             modules = self._modules = (files, _module_table(files))  # replaced whole: a reader keeps its own
         return modules[1]
+
+
+def _stem_table(files: Iterable[str]) -> dict[str, list[str]]:
+    """A file's name without its extension -> the workspace's files of that name (plug-ins by name)."""
+    table: dict[str, list[str]] = defaultdict(list)
+    for f in files:
+        table[f.rsplit("/", 1)[-1].split(".", 1)[0]].append(f)
+    return table
 
 
 def _module_table(files: Iterable[str]) -> dict[str, list[str]]:
@@ -155,6 +238,13 @@ class CalleeWalk:
         self._files: dict[str, _Parsed | None] = {}
         self._modules: dict[str, list[str]] | None = None
         self.classes: set[str] = set()  # classes reached: their methods win an ambiguous x.m()
+        self.class_defs: list[tuple[str, Definition]] = []  # the same classes: their dunders, their families
+        self._reached_keys: set[tuple[str, int]] = set()
+        self._bases: dict[tuple[str, int], list[tuple[str, Definition]]] = {}
+        self._inherited: dict[tuple[str, int, str], list[tuple[str, Definition]]] = {}
+        self._stem_table: dict[str, list[str]] | None = None
+        self._class_names: dict[str, tuple[FileTags, dict[int, str]]] = {}  # path -> (tags, def line -> its class)
+        self.words: frozenset[str] = frozenset()  # words of the failure (its test, its message): rank a family
 
     # -- files -------------------------------------------------------------------------------
 
@@ -175,6 +265,8 @@ class CalleeWalk:
 
     def module_paths(self, importer: str, module: str) -> list[str]:
         """Files of the workspace that `module` (imported from `importer`) may be."""
+        if language_for(importer) in JS_LANGS:
+            return [c for c in js_module_candidates(importer, module) if c in self.index.files][:1]
         if self._modules is None:
             self._modules = self.cache.modules(self.index) if self.cache is not None else _module_table(self.index.files)
         if module.startswith("."):
@@ -218,13 +310,66 @@ class CalleeWalk:
             return []
         return [t for t in found if self._of_reached_class(*t)]
 
+    def _js_lookup(self, path: str, name: str, hops: int = 0) -> tuple[list[tuple[str, Definition]], str | None]:
+        """What a JavaScript/TypeScript module exports as `name`: its definitions, or (a re-exported
+        module: `rules: require('./rules')`) that module's path. Follows re-exports a few hops."""
+        if hops > 4:
+            return [], None
+        if found := self._top(path, name):
+            return found, None
+        p = self.parsed(path)
+        if p is None:
+            return [], None
+        b = p.bindings.get(name)
+        if b is not None:
+            target = self.module_paths(path, b.module)
+            if not target:
+                return [], None
+            if b.name is None:
+                return [], target[0]
+            return self._js_lookup(target[0], b.name, hops + 1)
+        for key, star in p.bindings.items():  # export * from, ...require() in module.exports
+            if key.startswith("*") and (target := self.module_paths(path, star.module)):
+                found, module = self._js_lookup(target[0], name, hops + 1)
+                if found or module:
+                    return found, module
+        return [], None
+
+    def _resolve_js(self, p: _Parsed, site: Site) -> list[tuple[str, Definition]] | None:
+        """A JavaScript/TypeScript name or `binding.m()` through the file's require/import bindings;
+        None when the bindings do not say (the caller guesses as for any language)."""
+        recv = site.receiver
+        head = site.name if recv is None else recv
+        b = p.bindings.get(head)
+        if b is None or (recv is not None and "." in recv):
+            return None
+        target = self.module_paths(p.path, b.module)
+        if not target:
+            return None
+        if b.name is None or b.name == "default":
+            module: str | None = target[0]
+            found: list[tuple[str, Definition]] = []
+        else:
+            found, module = self._js_lookup(target[0], b.name)
+        if recv is None:
+            return found or None
+        if module is not None:
+            return self._js_lookup(module, site.name)[0] or None
+        members = [(path, m) for path, d in found if d.kind in CONTAINER_KINDS and (pp := self.parsed(path)) is not None
+                   for m in pp.members(d, site.name)]  # Money.of(): a static method
+        return members or None
+
     def resolve(self, p: _Parsed, cls: Definition | None, site: Site, caller: Definition | None = None) -> list[tuple[str, Definition]]:
         """Definitions `site` (in file p, inside class cls, in function caller) may mean, best guesses only."""
         name, recv = site.name, site.receiver
         if recv in ("self", "cls", "this", "super()"):
             if cls is not None and recv != "super()" and (own := p.members(cls, name)):
                 return [(p.path, d) for d in own]
+            if cls is not None and (inherited := self.inherited(p.path, cls, name)):
+                return inherited
             return self._global(name, methods=True)  # inherited: which base is a guess
+        if p.lang in JS_LANGS and (found := self._resolve_js(p, site)) is not None:
+            return found
         if recv is None:
             if local := [(p.path, d) for d in p.defs if d.name == name and d.depth == 0]:
                 return local
@@ -252,6 +397,129 @@ class CalleeWalk:
             return []
         return self._global(name, methods=True)
 
+    # -- classes ---------------------------------------------------------------------------------
+
+    def bases(self, path: str, cls: Definition) -> list[tuple[str, Definition]]:
+        """The classes `cls` (in file `path`) names as its bases, as far as they resolve."""
+        key = (path, cls.line)
+        if key in self._bases:
+            return self._bases[key]
+        self._bases[key] = []  # a cycle of bases ends here
+        p = self.parsed(path)
+        out: list[tuple[str, Definition]] = []
+        if p is not None and p.tree is not None and p.lang is not None:
+            end = cls.line + max(0, cls.signature.count("\n"))
+            for site in call_sites(p.tree, p.lang, cls.line, end):
+                if site.kind == "base" or (p.lang in JS_LANGS and site.line == cls.line):
+                    out += [t for t in self.resolve(p, None, Site(site.name, site.receiver, "call", site.line))
+                            if t[1].kind in CONTAINER_KINDS and (t[0], t[1].line) != key]
+            if p.lang in JS_LANGS and (m := re.search(r"\bextends\s+([A-Za-z_$][\w$]*)", cls.signature)):
+                out += [t for t in self.resolve(p, None, Site(m.group(1), None, "call", cls.line))
+                        if t[1].kind in CONTAINER_KINDS and (t[0], t[1].line) != key]
+        self._bases[key] = out
+        return out
+
+    def inherited(self, path: str, cls: Definition, name: str, hops: int = 0) -> list[tuple[str, Definition]]:
+        """`name` as the first base class (depth first, as Python's MRO mostly does) defines it."""
+        if hops > 5:
+            return []
+        key = (path, cls.line, name)
+        if key in self._inherited:
+            return self._inherited[key]
+        self._inherited[key] = []  # a cycle of bases ends here
+        found: list[tuple[str, Definition]] = []
+        for bpath, base in self.bases(path, cls):
+            bp = self.parsed(bpath)
+            if bp is not None and (own := bp.members(base, name)):
+                found = [(bpath, d) for d in own]
+                break
+            if found := self.inherited(bpath, base, name, hops + 1):
+                break
+        self._inherited[key] = found
+        return found
+
+    def reach_class(self, path: str, d: Definition) -> None:
+        """A class the walk reached: its methods win an ambiguous `x.m()`, its dunders are what
+        operators on its objects run, and so are its bases'."""
+        if (path, d.line) in self._reached_keys:
+            return
+        self._reached_keys.add((path, d.line))
+        self.classes.add(d.name)
+        self.class_defs.append((path, d))
+
+    def dispatch_targets(self, p: _Parsed, cls: Definition | None, disp: Dispatch, caller: Definition) -> list[tuple[str, Definition]]:
+        """Definitions a dispatched call (dispatch.py) may run, best guesses first."""
+        if disp.kind == "dunder":
+            owners = list(self.class_defs)
+            if cls is not None:
+                owners.insert(0, (p.path, cls))
+            found: list[tuple[str, Definition]] = []
+            for name in disp.names:
+                for path, c in owners[:MAX_DUNDER_OWNERS]:
+                    cp = self.parsed(path)
+                    if cp is not None:  # its own dunder, else the one it inherits (LRUCache -> Cache)
+                        found += [(path, m) for m in cp.members(c, name)] or self.inherited(path, c, name)
+            return list(dict.fromkeys(found))
+        if disp.kind == "family":
+            prefix = disp.names[0]
+            owners = ([(p.path, cls)] if cls is not None else []) + list(self.class_defs)
+            found = []
+            for path, c in owners[:MAX_CLASS_CHECKS]:
+                cp = self.parsed(path)
+                if cp is not None:
+                    found += [(path, m) for m in cp.defs if m.name.startswith(prefix) and m.name != prefix
+                              and c.line < m.line <= c.end_line and m.depth == c.depth + 1]
+            if cls is None:  # a module-level dispatcher: functions of the file with the prefix
+                found += [(p.path, m) for m in p.defs if m.depth == 0 and m.name.startswith(prefix) and m.name != prefix]
+            return list(dict.fromkeys(found))
+        if disp.kind == "table":
+            return self._table_targets(p, cls, disp.names[0], caller)
+        if disp.kind == "string":
+            return self._named_by_string(p, disp.names[0])
+        return []
+
+    def _table_targets(self, p: _Parsed, cls: Definition | None, name: str, caller: Definition) -> list[tuple[str, Definition]]:
+        """Members of the literal assigned to `name`: in the class (`self.nodes = {...}` in __init__),
+        in the calling function, or at the module's top level."""
+        if p.tree is None or p.lang is None:
+            return []
+        spans = [(cls.line, cls.end_line)] if cls is not None and name.startswith(("self.", "this.", "cls.")) else []
+        spans += [(caller.line, caller.end_line), (1, len(p.lines))]
+        for a, b in spans:
+            members = table_members(p.tree, p.lang, name, a, b)
+            if not members:
+                continue
+            out: list[tuple[str, Definition]] = []
+            for recv, member, line in members:
+                if not member:  # the literal's span: definitions inside it (object-literal methods)
+                    first, last = divmod(line, 100_000)
+                    out += [(p.path, d) for d in p.defs if first <= d.line <= last and d.kind not in CONTAINER_KINDS
+                            and d.line != caller.line]
+                    continue
+                out += self.resolve(p, cls, Site(member, recv, "value", line), caller)
+            return list(dict.fromkeys(out))
+        return []
+
+    def _named_by_string(self, p: _Parsed, text: str) -> list[tuple[str, Definition]]:
+        """Definitions a string names: a function or class of that name, or the top-level definitions of
+        a module of that stem (a plug-in loaded by name)."""
+        name = text.replace("-", "_")
+        if name in GENERIC_NAMES or name.lower() in _STOP_WORDS:
+            return []
+        found = [(path, d) for path, d in self._global(name) if path != p.path or d.depth == 0]
+        if found:
+            return found[:MAX_AMBIGUOUS]
+        stems = [f for f in self._stems().get(name, []) if f != p.path]
+        if 0 < len(stems) <= 2:
+            return [(f, d) for f in stems if (fp := self.parsed(f)) is not None for d in fp.defs
+                    if d.depth == 0 and d.kind not in CONTAINER_KINDS][:MAX_AMBIGUOUS]
+        return []
+
+    def _stems(self) -> dict[str, list[str]]:
+        if self._stem_table is None:
+            self._stem_table = self.cache.stems(self.index) if self.cache is not None else _stem_table(self.index.files)
+        return self._stem_table
+
     # -- the walk ------------------------------------------------------------------------------
 
     def walk(self, starts: Iterable[tuple[str, int]], hints: Iterable[tuple[str, Definition, float]] = ()) -> list[Callee]:
@@ -268,18 +536,44 @@ class CalleeWalk:
             p = self.parsed(path)
             if p is None:
                 continue
-            d = enclosing([x for x in p.defs if x.kind not in CONTAINER_KINDS], line)
-            if d is None:  # module level: the failing line itself is the start
-                d = Definition(name="<module>", kind="module", line=line, end_line=line, signature=f"line {line}", depth=0)
+            d = self.start_of(p, line)
             push(1.0, path, d, 0, f"{path}:{line}")
+            if p.lang in JS_LANGS and p.tree is not None:  # the describe blocks' beforeEach hooks run first
+                for a, b in js_hooks(p.tree, line):
+                    push(0.9, path, Definition(name="beforeEach", kind="function", line=a, end_line=b,
+                                               signature="beforeEach", depth=0), 0, f"{path}:{line}")
+            cls = p.classes_of(d) if d.kind != "module" else None
+            if cls is not None and p.lang == "python" and _is_test_path(path):
+                # a test class's attributes (`Cache = LRUCache`) say what `self.Cache(...)` makes
+                self._class_attributes(p, cls)
+                # and its setUp runs first: `self.s = SimpleEval()` says what `self.s.eval()` is
+                for hook in ("setUp", "setup_method"):
+                    for hp, hd in p.members(cls, hook) and [(path, m) for m in p.members(cls, hook)] or self.inherited(path, cls, hook):
+                        push(0.9, hp, hd, 0, f"{path}:{line}")
         for path, d, score in hints:
             push(score, path, d, 1, "named by the test")
             if d.kind in CONTAINER_KINDS:
-                self.classes.add(d.name)  # Choice named by the test: x.convert() means Choice.convert
+                self.reach_class(path, d)  # Choice named by the test: x.convert() means Choice.convert
 
         out: dict[tuple[str, int], Callee] = {}
         expanded = 0
+        # `x.add()` left unresolved (a name too common to guess) until a class that defines it is
+        # reached later in the walk: (score it would get, site, file, class, caller, depth, who)
+        pending: dict[str, list[tuple[float, Site, _Parsed, Definition | None, Definition, int, str]]] = {}
+        n_pending = 0
+        classes_seen = len(self.class_defs)
         while heap:
+            if len(self.class_defs) != classes_seen and pending:
+                new_classes = self.class_defs[classes_seen:]
+                classes_seen = len(self.class_defs)
+                for cpath, c in new_classes:
+                    cp = self.parsed(cpath)
+                    names = cp.member_map(c).keys() & pending.keys() if cp is not None else ()
+                    for name in names:
+                        for score, site, pp, pcls, caller, pdepth, pwho in pending.pop(name):
+                            found = [(cpath, m) for m in cp.members(c, name)]  # type: ignore[union-attr]
+                            for tp, td in found:
+                                push(score / len(found), tp, td, pdepth, pwho)
             neg, _, path, d, depth, via = heapq.heappop(heap)
             key = (path, d.line)
             if key in out:
@@ -289,12 +583,14 @@ class CalleeWalk:
                 continue
             out[key] = Callee(path=path, defn=d, start=_decorated_start(p.lines, d.line), score=-neg, depth=depth, via=via)
             if d.kind in CONTAINER_KINDS:
-                self.classes.add(d.name)
+                self.reach_class(path, d)
                 for ctor in CONSTRUCTORS:
                     for m in p.members(d, ctor):
                         push(-neg * 0.9, path, m, depth, via)
                 continue
-            if depth >= MAX_DEPTH or expanded >= MAX_VISITS or p.tree is None or p.lang is None:
+            near = depth < ALWAYS_DEPTH and not _DISPATCHED.search(via)  # a dispatch guess goes by rank alone
+            if depth >= MAX_DEPTH or (not near and -neg < MIN_EXPAND) or expanded >= MAX_VISITS \
+                    or p.tree is None or p.lang is None:
                 continue
             expanded += 1
             cls = p.classes_of(d)
@@ -302,14 +598,18 @@ class CalleeWalk:
             resolved = [(site, [t for t in self.resolve(p, cls, site, d) if (t[0], t[1].line) != key])
                         for site in call_sites(p.tree, p.lang, _decorated_start(p.lines, d.line), d.end_line)]
             # Classes this body constructs: `x = Choice(); x.convert()` means Choice.convert.
-            new = {td.name for _, ts in resolved for _, td in ts if td.kind in CONTAINER_KINDS} - self.classes
+            new = {(tp, td) for _, ts in resolved for tp, td in ts if td.kind in CONTAINER_KINDS and td.name not in self.classes}
             if new:
-                self.classes.update(new)
+                for tp, td in sorted(new, key=lambda t: (t[0], t[1].line)):
+                    self.reach_class(tp, td)
                 resolved = [(site, ts or ([t for t in self.resolve(p, cls, site, d) if (t[0], t[1].line) != key]
                                           if site.receiver is not None else ts)) for site, ts in resolved]
             for site, targets in resolved:
                 targets = self._without_overloads(targets)
                 if not targets:
+                    if site.receiver is not None and site.kind == "call" and n_pending < MAX_PENDING:
+                        pending.setdefault(site.name, []).append((-neg * DECAY, site, p, cls, d, depth + 1, who))
+                        n_pending += 1
                     continue
                 preferred = [t for t in targets if self._of_reached_class(*t)]
                 targets = preferred or targets
@@ -318,7 +618,70 @@ class CalleeWalk:
                     generic = 0.3 if td.name in GENERIC_NAMES else 1.0
                     in_tests = 0.5 if _is_test_path(tp) else 1.0
                     push(-neg * DECAY * share * KIND_FACTOR[site.kind] * generic * in_tests, tp, td, depth + 1, who)
+            # What the language runs without a name at the call: operators, getattr families, tables, strings.
+            # a plug-in is named where the failure starts (the test), not in every message below it
+            for disp in p.dispatches(_decorated_start(p.lines, d.line), d.end_line, depth == 0):
+                targets = [t for t in self.dispatch_targets(p, cls, disp, d) if (t[0], t[1].line) != key]
+                if not targets:
+                    continue
+                weights = self._worded(targets)
+                if len(targets) > MAX_DISPATCH_TARGETS:  # the best-worded first, then in source order
+                    best = sorted(range(len(targets)), key=lambda i: -weights[i])[:MAX_DISPATCH_TARGETS]
+                    targets, weights = [targets[i] for i in sorted(best)], [weights[i] for i in sorted(best)]
+                total = sum(weights)
+                for (tp, td), w in zip(targets, weights, strict=True):
+                    share = (w / total) * len(targets) ** 0.5 / len(targets) if disp.kind != "table" else w / total
+                    in_tests = 0.5 if _is_test_path(tp) else 1.0
+                    push(-neg * DECAY * min(1.0, share) * KIND_FACTOR[disp.kind] * in_tests, tp, td, depth + 1,
+                         f"{who} ({disp.kind}: {' '.join(disp.names)})")
         return sorted(out.values(), key=lambda c: (-c.score, c.depth, c.path, c.defn.line))
+
+    def start_of(self, p: _Parsed, line: int) -> Definition:
+        """The function a failure starts in: the innermost definition around `line`; in JavaScript and
+        TypeScript also an anonymous arrow (`it('…', () => {…})`); else the line itself."""
+        d = enclosing([x for x in p.defs if x.kind not in CONTAINER_KINDS], line)
+        if p.lang in JS_LANGS and p.tree is not None and (span := js_function_span(p.tree, line)) is not None:
+            a, b, title = span
+            if d is None or d.line < a:
+                return Definition(name=title, kind="function", line=a, end_line=b, signature=title, depth=0)
+        if d is None:  # module level: the failing line itself is the start
+            return Definition(name="<module>", kind="module", line=line, end_line=line, signature=f"line {line}", depth=0)
+        return d
+
+    def _class_attributes(self, p: _Parsed, cls: Definition) -> None:
+        """Classes a test class binds as attributes (`Cache = LRUCache`), its own and those of the test
+        classes beside it that mix it in (unittest mixins: the test runs as LRUCacheTest): reached."""
+        owners = [(p, cls)]
+        folder = p.path.rsplit("/", 1)[0] if "/" in p.path else ""
+        pattern = re.compile(rf"\b{re.escape(cls.name)}\b")
+        for f, tags in self.index.files.items():
+            if (f.rsplit("/", 1)[0] if "/" in f else "") != folder or not _is_test_path(f):
+                continue
+            for c in tags.defs:
+                if c.kind == "class" and c.name != cls.name and "(" in c.signature and pattern.search(c.signature.split("(", 1)[1]):
+                    if (fp := self.parsed(f)) is not None:
+                        owners.append((fp, c))
+        for fp, c in owners[:12]:
+            body = [i for i in range(c.line, min(c.end_line, len(fp.lines)))
+                    if re.match(r"\s+[A-Za-z_]\w*\s*=\s*[A-Z]\w*\s*$", fp.lines[i])]
+            for i in body[:8]:
+                name = fp.lines[i].split("=", 1)[1].strip()
+                for tp, td in self.resolve(fp, None, Site(name, None, "call", i + 1)):
+                    if td.kind in CONTAINER_KINDS:
+                        self.reach_class(tp, td)
+
+    def _worded(self, targets: list[tuple[str, Definition]]) -> list[float]:
+        """Weights of dispatch targets: a name the failure's words spell (`visit_Struct` when the test
+        says struct) counts more than the rest of its family."""
+        if not self.words:
+            return [1.0] * len(targets)
+        out = []
+        for _, d in targets:
+            parts = {w.lower() for w in re.findall(r"[A-Za-z][a-z0-9]*|[A-Z]+(?![a-z])", d.name) if len(w) >= 3}
+            whole = d.name.strip("_").lower().replace("_", "")
+            out.append(1.0 if whole in self.words or any(part.lower() in self.words for part in parts
+                                                          if part.lower() not in _COMMON_PARTS) else 0.25)
+        return out
 
     def _without_overloads(self, targets: list[tuple[str, Definition]]) -> list[tuple[str, Definition]]:
         """One definition per (file, class, name): `@overload` stubs come before the implementation, and
@@ -337,10 +700,18 @@ class CalleeWalk:
             return False
         tags = self.index.files.get(path)
         if tags is not None:  # the walk's definitions of a file are its tags' (see _parse)
-            c = _class_around(tags.defs, d)
-            if c is None or c.name not in self.classes:
+            if self._class_of(path, tags).get(d.line) not in self.classes:
                 return False
         return self._class_name(path, d) in self.classes
+
+    def _class_of(self, path: str, tags: FileTags) -> dict[int, str]:
+        """Definition line -> its class's name, for a file's tags (kept across walks in the ParseCache)."""
+        if self.cache is not None:
+            return self.cache.classes_around(path, tags)
+        around = self._class_names.get(path)
+        if around is None or around[0] is not tags:
+            around = self._class_names[path] = (tags, _classes_around(tags.defs))
+        return around[1]
 
     def _class_name(self, path: str, d: Definition) -> str | None:
         p = self.parsed(path)
@@ -354,10 +725,13 @@ class CalleeWalk:
         p = self.parsed(test_path)
         if p is None or p.tree is None:
             return []
-        d = enclosing([x for x in p.defs if x.kind not in CONTAINER_KINDS], test_line)
-        if d is None:
+        d = self.start_of(p, test_line)
+        if d.kind == "module":
             return []
-        words = [w for w in words_of_test_name(d.name) if len(w) >= 3 and w not in _STOP_WORDS]
+        self.words = frozenset(w for w in words_of(p.text_of(d.line, d.end_line)) if w not in _STOP_WORDS)
+        name = d.name.split("(", 1)[-1] if p.lang in JS_LANGS else d.name  # it('takes the best discount')
+        words = [w for w in (words_of_test_name(name) if p.lang not in JS_LANGS else re.findall(r"[a-z0-9]+", name.lower()))
+                 if len(w) >= 3 and w not in _STOP_WORDS]
         filters = filter_names(p.tree, p.lang, d.line, d.end_line)
         return name_matches(self.index, words, filters)
 
@@ -425,6 +799,8 @@ def is_test_path(path: str) -> bool:
 # --------------------------------------------------------------------------- rendering
 
 BIG_CLASS_LINES = 40  # a longer class is shown as its header and member signatures
+LONG_BODY_LINES = 60  # a longer callee (not a start, not a changed one) is shown as the part the failure touches
+TOUCH_CONTEXT = 4  # lines kept around each touched line
 
 
 def render_callees(walk: CalleeWalk, callees: list[Callee], budget: int, shown: list[tuple[str, int, int]]) -> str:
@@ -435,6 +811,7 @@ def render_callees(walk: CalleeWalk, callees: list[Callee], budget: int, shown: 
         return ""
     parts: list[str] = []
     used = 0
+    reached_names = frozenset(c.defn.name.lower() for c in callees[:60] if c.defn.kind != "module")
     for c in callees:
         if budget - used < 60:
             break
@@ -451,6 +828,11 @@ def render_callees(walk: CalleeWalk, callees: list[Callee], budget: int, shown: 
         else:
             body = elide_docstrings(p.lines, p.tree, p.lang, c.start, d.end_line)
             what = "whole"
+            if c.depth > 0 and not c.via.startswith("changed") and d.end_line - c.start + 1 > LONG_BODY_LINES \
+                    and count_tokens(body) > budget // 4:  # it would crowd out shorter bodies ranked below it
+                part = _touched_part(body.splitlines(), walk.words | reached_names - {d.name.lower()})
+                if part is not None:
+                    body, what = part, "the part the failure's names touch, … marks lines left out"
         why = ("a traceback frame's function" if c.depth == 0 else c.via if c.via.startswith(("named by", "changed"))
                else f"called from {c.via}")
         block = f"#### {c.path} lines {c.start}-{d.end_line} ({what}; {why})\n```{_fence(c.path)}\n{body}\n```"
@@ -465,6 +847,31 @@ def render_callees(walk: CalleeWalk, callees: list[Callee], budget: int, shown: 
         parts.append(block)
         used += tokens
     return "\n\n".join(parts)
+
+
+def _touched_part(body: list[str], words: frozenset[str]) -> str | None:
+    """A long body (its lines, docstrings elided) cut to the lines that name one of `words`
+    (the failure's words, the other reached definitions' names), each with TOUCH_CONTEXT lines around
+    it, and its header; None when nothing past the header is touched or the part would be most of it."""
+    if not words:
+        return None
+    keep = {0, 1}
+    touched = False
+    for i, line in enumerate(body):
+        if i > 1 and any(w.lower() in words for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]{2,}", line)):
+            keep.update(range(max(0, i - TOUCH_CONTEXT), min(len(body), i + TOUCH_CONTEXT + 1)))
+            touched = True
+    if not touched or len(keep) > 0.6 * len(body):
+        return None
+    out: list[str] = []
+    for i, line in enumerate(body):
+        if i in keep:
+            out.append(line)
+        elif i - 1 in keep:
+            end = min([k for k in keep if k > i] or [len(body)]) - 1
+            indent = line[: len(line) - len(line.lstrip())] or "    "
+            out.append(f"{indent}… ({end - i + 1} lines left out)")
+    return "\n".join(out)
 
 
 def _fence(path: str) -> str:
