@@ -154,7 +154,7 @@ def _fix(failure: Failure, opts: Options, ui: UI, report: QfixReport, warm: Sess
             result = refined
             report.add_result(result)
             show(result, ui)
-        else:
+        elif refinable():  # (a warm child lost on the way has said so)
             ui.fail("the refinement proposed no change: the change above stands")
         choice, verify_command = ask_to_apply(result, failure, opts, ui, refinable())
     if warm is not None:
@@ -238,7 +238,7 @@ def think_warm(failure: Failure, settings: Settings, progress: Callable[[str], N
 def refine_warm(warm: Session, result: FixResult, note: str, failure: Failure, settings: Settings,
                 ui: UI) -> FixResult | None:
     """`refine` in the warm child that thought `result`: its refined FixResult, or None without a note
-    or when the child is gone (a dim line says so; [r]efine is then no longer offered)."""
+    or when the child is gone (a line says so; [r]efine is then no longer offered)."""
     if not note.strip() or not result.fix_id:
         return None
     try:
@@ -254,7 +254,7 @@ def refine_warm(warm: Session, result: FixResult, note: str, failure: Failure, s
         return reply.result
     except WarmLost as exc:
         warm.close()
-        ui.say(f"qfix: the warm process could not refine the fix ({exc})", "dim")
+        ui.fail(f"the warm process could not refine the fix ({exc}): the change above stands")
         return None
 
 

@@ -4,11 +4,13 @@ plan), the new diff is shown against the original file, and [a]pply writes that 
 from __future__ import annotations
 
 import io
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
-from tests.qfix.helpers import BUGGY, finish, fix_replies, spawn
+from tests.qfix.helpers import BUGGY, FIXED, finish, fix_replies, spawn
 from tests.terminal.test_warm import alive, wait_until, warm  # noqa: F401 - the warm fixture
 from tests.vllm_double import Reply
 
@@ -81,3 +83,27 @@ def test_refine_in_the_warm_process_then_apply(repo, warm, vllm):  # noqa: F811
     last, refine = bodies[first - 1]["messages"], bodies[first]["messages"]
     assert refine[: len(last)] == last and "use an f-string" in refine[-1]["content"]  # append-only
     assert not any(b["chat_template_kwargs"]["enable_thinking"] for b in bodies[first:])  # no new plan
+
+
+def test_a_warm_child_gone_before_the_note_leaves_the_change_as_it_was(repo, warm, vllm):  # noqa: F811
+    subprocess.Popen([sys.executable, "-P", "-m", "terminal_agent.warm"], env=warm.env, start_new_session=True,
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    pid, _ = wait_until(warm.status)
+    vllm.script(*fix_replies())
+    child = spawn(["--", sys.executable, "script.py"], warm.env, repo)
+    child.expect_exact("[a]pply / [s]kip / [e]dit command / [q]uit / [r]efine")
+    thinker = wait_until(lambda: (s := warm.ask()) and s.thinking)[0]
+    os.kill(thinker, signal.SIGKILL)
+    wait_until(lambda: not alive(thinker), timeout=10)
+    asked = len(vllm.chat_requests())
+    child.sendline("r")
+    child.expect_exact("Your note for Qwen: ")
+    child.sendline("use an f-string")
+    child.expect_exact("the warm process could not refine the fix")
+    child.expect_exact("the change above stands")
+    child.expect_exact("[q]uit: ")  # no [r]efine now: nobody holds the conversation
+    child.sendline("a")
+    child.expect_exact("passes now")
+    assert finish(child) == 0
+    assert (repo / "script.py").read_text() == FIXED  # the change first shown, as reviewed
+    assert len(vllm.chat_requests()) == asked and alive(pid)
