@@ -100,7 +100,16 @@ class Failure:
 
 def fix(failure: Failure, opts: Options, ui: UI, report: QfixReport, warm: Session | None = None) -> int:
     """The whole story of one failed command; returns qfix's exit code. `warm`: a warm process
-    (warm_client.py) that thinks instead of this process; everything else happens here all the same."""
+    (warm_client.py) that thinks instead of this process; everything else happens here all the same.
+    Its child keeps the fix's conversation for [r]efine until the connection closes here."""
+    try:
+        return _fix(failure, opts, ui, report, warm)
+    finally:
+        if warm is not None:
+            warm.close()
+
+
+def _fix(failure: Failure, opts: Options, ui: UI, report: QfixReport, warm: Session | None) -> int:
     settings = settings_for(failure.workspace, ui)
     notify_editor(failure, settings)
     engines: list[Engine] = []  # the engine that thought here (not the warm process): [r]efine goes on with it
@@ -130,16 +139,26 @@ def fix(failure: Failure, opts: Options, ui: UI, report: QfixReport, warm: Sessi
     if refused:  # --yes is consent to a verified fix of ordinary files only; anything else needs an explicit yes
         ui.fail(f"not applied: {refused}; run qfix without --yes to review it and decide")
         report.not_applied = refused
-    choice, verify_command = ("skip", None) if refused else ask_to_apply(result, failure, opts, ui, bool(engines))
+    # [r]efine goes on with the engine that thought: this process's, or the warm child's (still connected)
+    def refinable() -> bool:
+        return bool(engines) or (warm is not None and not warm.closed)
+
+    choice, verify_command = ("skip", None) if refused else ask_to_apply(result, failure, opts, ui, refinable())
     while choice == "refine":  # the user's note on the change shown: the same conversation goes on
-        refined = refine(engines[0], result, ui.edit("Your note for Qwen: ", ""), settings, ui)
+        note = ui.edit("Your note for Qwen: ", "")
+        if engines:
+            refined = refine(engines[0], result, note, settings, ui)
+        else:
+            refined = refine_warm(warm, result, note, failure, settings, ui) if warm is not None else None
         if refined is not None and refined.changes:
             result = refined
             report.add_result(result)
             show(result, ui)
-        else:
+        elif refinable():  # (a warm child lost on the way has said so)
             ui.fail("the refinement proposed no change: the change above stands")
-        choice, verify_command = ask_to_apply(result, failure, opts, ui, True)
+        choice, verify_command = ask_to_apply(result, failure, opts, ui, refinable())
+    if warm is not None:
+        warm.close()  # no more follow-ups: the child and its engine go
     if choice == "apply":
         try:
             apply_with_undo(failure, result.changes)
@@ -194,7 +213,9 @@ def think_warm(failure: Failure, settings: Settings, progress: Callable[[str], N
                ui: UI) -> FixResult | None:
     """`think` in the warm process: its FixResult, or None (after one dim line) when this process must
     think itself. Its answer counts only if it thought about this workspace with these settings.
-    Ctrl-C closes the connection, which cancels the child's fix."""
+    Ctrl-C closes the connection, which cancels the child's fix. Once its result is used the
+    connection stays open: the child keeps the conversation for `refine_warm`."""
+    answered = False
     try:
         if not warm.failure_sent and not warm.send_failure(failure.command, failure.exit_code, failure.output,
                                                             failure.cwd, failure.workspace):
@@ -204,12 +225,37 @@ def think_warm(failure: Failure, settings: Settings, progress: Callable[[str], N
             raise WARM_ERRORS.get(reply.error, ModelServerError)(reply.message)
         if reply.workspace != str(failure.workspace) or reply.settings != settings.model_dump(mode="json"):
             raise WarmLost("it saw another workspace or other settings")
+        answered = True
         return reply.result
     except WarmLost as exc:
         ui.say(f"qfix: the warm process failed ({exc}); thinking here", "dim")
         return None
     finally:
+        if not answered:
+            warm.close()
+
+
+def refine_warm(warm: Session, result: FixResult, note: str, failure: Failure, settings: Settings,
+                ui: UI) -> FixResult | None:
+    """`refine` in the warm child that thought `result`: its refined FixResult, or None without a note
+    or when the child is gone (a line says so; [r]efine is then no longer offered)."""
+    if not note.strip() or not result.fix_id:
+        return None
+    try:
+        with ui.working() as progress:
+            if not warm.send_refine(result.fix_id, note):
+                raise WarmLost("it was gone before the note reached it")
+            reply = warm.think(progress)
+        if reply.kind == "error":
+            warm.close()  # the child ends after an error
+            raise WARM_ERRORS.get(reply.error, ModelServerError)(reply.message)
+        if reply.workspace != str(failure.workspace) or reply.settings != settings.model_dump(mode="json"):
+            raise WarmLost("it saw another workspace or other settings")
+        return reply.result
+    except WarmLost as exc:
         warm.close()
+        ui.fail(f"the warm process could not refine the fix ({exc}): the change above stands")
+        return None
 
 
 def show(result: FixResult, ui: UI) -> None:

@@ -6,9 +6,11 @@ so that a failed command's first model request is not held up by a second of imp
 The daemon stays single-threaded and opens nothing but its socket (no event loop, sqlite or cache) so
 that it may fork. Each "think" connection gets a forked child: it takes on the client's environment,
 cwd and umask, loads the workspace's settings and context while the client's command still runs, then
-runs exactly agent.think on the failure and sends back progress and the FixResult. The child writes
+runs exactly agent.think on the failure and sends back progress and the FixResult. It then keeps the
+engine (and so the fix's conversation) until qfix closes the connection: a "refine" message with the
+user's note is answered as the fix was (Engine.refine: append-only, no new plan). The child writes
 nothing: showing, consent, applying and re-running stay in qfix. EOF from qfix (Ctrl-C, qfix gone)
-cancels the child's fix.
+cancels the child's fix or refinement, and ends it.
 
 Safety: the socket is in a 0700 folder of the user's, made 0600, and the peer's uid (SO_PEERCRED) must
 be ours. Its name carries the code's fingerprint; a daemon whose code changed under it, or whose socket
@@ -283,7 +285,31 @@ class Child:
             return self.reply_error("failed", "an interrupted write is pending in this workspace")
         failure = agent.Failure(command=message.command, exit_code=message.exit_code, output=message.output,
                                 cwd=cwd, workspace=workspace)
-        return await self.think(agent.think(failure, settings, self.progress, engine), failure, settings)
+        kept: list[Any] = []  # the engine that thought: a refine goes on with it
+        code = await self.think(agent.think(failure, settings, self.progress, engine, kept=kept), failure, settings)
+        while code is None:  # a result was sent: qfix may follow it up with a note, or close
+            code = await self.follow_up(kept[0], failure, settings)
+        return code
+
+    async def follow_up(self, engine: Any, failure: Any, settings: Any) -> int | None:
+        """qfix's next message after a result: a note to refine it with (Engine.refine, append-only,
+        answered as the fix was), or EOF once qfix needs this fix no more."""
+        from qwen_lsp.llm.client import ModelClient
+        from terminal_agent.warm_wire import RefineMessage
+
+        raw = await self.next_message()
+        if raw is None:
+            return 0
+        message = RefineMessage.model_validate(raw)
+
+        async def refining() -> Any:
+            engine.client = ModelClient(settings)  # the fix's client closed with it (agent.think)
+            try:
+                return await engine.refine(message.fix_id, message.note, progress=self.progress)
+            finally:
+                await engine.client.close()
+
+        return await self.think(refining(), failure, settings)
 
     async def next_message(self) -> dict[str, Any] | None:
         """The client's next line, read without blocking the loop; the socket is blocking again after."""
@@ -299,13 +325,15 @@ class Child:
         finally:
             self.conn.setblocking(True)
 
-    async def think(self, thinking: Any, failure: Any, settings: Any) -> int:
+    async def think(self, thinking: Any, failure: Any, settings: Any) -> int | None:
+        """Run `thinking` (a fix or a refine) and send its result: None then (the connection stays open
+        for a follow-up), else the child's exit code once an error was sent."""
         from qwen_lsp.llm.client import ModelServerError, RequestRejected, ServerBusy, StreamBroken
 
         task = asyncio.ensure_future(thinking)
         loop = asyncio.get_running_loop()
 
-        # qfix sends nothing more: the socket turns readable only at EOF (Ctrl-C, qfix gone).
+        # qfix sends nothing more until it has the answer: the socket turns readable only at EOF (Ctrl-C, qfix gone).
         def client_left() -> None:
             loop.remove_reader(self.conn.fileno())
             task.cancel()
@@ -331,7 +359,7 @@ class Child:
             loop.remove_reader(self.conn.fileno())
         send(self.conn, {"kind": "result", "result": result.model_dump(mode="json"),
                          "workspace": str(failure.workspace), "settings": settings.model_dump(mode="json")})
-        return 0
+        return None
 
     def progress(self, phase: str) -> None:
         with contextlib.suppress(OSError):  # a client gone is seen as EOF by the reader

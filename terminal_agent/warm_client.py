@@ -229,6 +229,8 @@ class Session:
         self.sock = sock
         self.daemon_pid = daemon_pid
         self.failure_sent = False
+        self.closed = False
+        self.lines = Lines(sock)  # one buffer for the whole conversation: a fix, then any refines
 
     def send_failure(self, command: str, exit_code: int, output: str | None, cwd: Path,
                      workspace: Path | None = None) -> bool:
@@ -241,16 +243,26 @@ class Session:
         self.failure_sent = True
         return True
 
+    def send_refine(self, fix_id: str, note: str) -> bool:
+        """After a result: the user's note on it, for the child that still holds its conversation.
+        False when the child is gone (the follow-up cannot happen)."""
+        if self.closed:
+            return False
+        try:
+            send(self.sock, {"kind": "refine", "fix_id": fix_id, "note": note})
+        except OSError:
+            return False
+        return True
+
     def think(self, progress: Callable[[str], None]) -> ResultReply | ErrorReply:
         """Wait for the child's answer, passing its progress on. WarmLost when there is none to use."""
         from pydantic import ValidationError
 
         from terminal_agent.warm_wire import ChildReply
 
-        lines = Lines(self.sock)
         while True:
             try:
-                raw = lines.next()
+                raw = self.lines.next()
             except (OSError, ValueError) as exc:
                 raise WarmLost(f"its answer could not be read: {exc}") from exc
             if raw is None:
@@ -267,7 +279,8 @@ class Session:
                 return reply
 
     def close(self) -> None:
-        self.sock.close()  # the child sees EOF: if it is still thinking, it stops
+        self.closed = True
+        self.sock.close()  # the child sees EOF: if it is still thinking, it stops; either way it ends
 
 
 def open_session(cwd: Path) -> Session | None:

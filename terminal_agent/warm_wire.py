@@ -48,6 +48,15 @@ class FailureMessage(_Message):
     workspace: str | None = None
 
 
+class RefineMessage(_Message):
+    """After a result: the user's note on it (Engine.refine). The child answers as for the failure,
+    with progress and a ResultReply (or an ErrorReply, after which it ends); EOF ends it."""
+
+    kind: Literal["refine"]
+    note: str = Field(min_length=1)
+    fix_id: str = Field(min_length=1)
+
+
 # -- child / daemon -> qfix -----------------------------------------------------------------------
 
 

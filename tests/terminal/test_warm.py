@@ -23,7 +23,8 @@ from tests.qfix.helpers import PLAN, QFIX, finish, fix_replies, spawn
 from tests.vllm_double import Reply, VLLMDouble
 from terminal_agent import warm_client
 from terminal_agent.warm import Child, Daemon
-from terminal_agent.warm_wire import ChildReply, ErrorReply, FailureMessage, Hello, ProgressReply, Request, StatusReply
+from terminal_agent.warm_wire import (ChildReply, ErrorReply, FailureMessage, Hello, ProgressReply, RefineMessage, Request,
+                                      StatusReply)
 
 STATUS_RE = re.compile(r"warm process: pid (\d+) \(this qfix's code\).*?served (\d+) qfix run")
 SLOW_PLAN = Reply(reasoning="thinking " * 400, content=json.dumps(PLAN), chunk_delay=0.05)  # ~20 s of stream
@@ -249,8 +250,12 @@ def test_the_plain_dicts_qfix_sends_validate_as_the_daemon_s_models(tmp_path, mo
         failure = FailureMessage.model_validate(lines.next())
         assert (failure.command, failure.exit_code, failure.output, failure.workspace) == (
             "make test", 2, "boom \x1b[31m", str(tmp_path))
+        assert session.send_refine("fix-1", "keep the old signature")  # after a result: the user's note
+        refine = RefineMessage.model_validate(lines.next())
+        assert (refine.fix_id, refine.note) == ("fix-1", "keep the old signature")
         session.close()
         assert lines.next() is None  # the child's cue to stop
+        assert not session.send_refine("fix-1", "again")  # a closed session sends nothing
         conn.close()
         status = Daemon(listener, -1, "abc", path, time.time()).status()
         assert StatusReply.model_validate(status).served == 0
