@@ -85,9 +85,12 @@ def parser() -> argparse.ArgumentParser:
 def _sweep_leftovers() -> None:
     """Temporary files a killed write left in any workspace go at every clean exit too (undo.py)."""
     with contextlib.suppress(OSError):
-        from terminal_agent import undo
+        from terminal_agent.paths import state_dir
 
-        undo.sweep_stray_temps()
+        if any((state_dir() / "journal").glob("*/journal.json")):  # else not even the import
+            from terminal_agent import undo
+
+            undo.sweep_stray_temps()
 
 
 def main(argv: list[str] | None = None) -> int:
