@@ -155,6 +155,36 @@ def recover_locked(folder: Path, root: Path, side_dirs: Sequence[Path] = ()) -> 
     return result
 
 
+def sweep_temps(folder: Path, root: Path, side_dirs: Sequence[Path] = ()) -> list[str]:
+    """Remove the temporary files a dead writer's journal in `folder` names, leaving the journal
+    (and so its roll back) for the next qfix in `root`: a temporary file is never needed to roll
+    back. Only a journal of `root` that names nothing outside it, and only while no live writer
+    holds the folder's lock (its temporary files are about to be renamed into place); anything
+    else is left for `recover` there, which says what it finds. The names removed."""
+    path = folder / JOURNAL
+    if not path.is_file():
+        return []
+    fd = os.open(folder / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return []  # a live writer
+        try:
+            journal = Journal.model_validate_json(path.read_bytes())
+        except (OSError, ValidationError, ValueError):
+            return []
+        if outside_paths(journal, root, side_dirs):
+            return []
+        removed = []
+        for target in journal.targets:
+            if os.path.lexists(target.temp) and _remove_temp(target):
+                removed.append(target.temp)
+        return removed
+    finally:
+        os.close(fd)
+
+
 def _aside(path: Path) -> Path:
     aside = path.with_name(f"unreadable-{os.getpid()}-{JOURNAL}")
     os.replace(path, aside)
@@ -233,12 +263,14 @@ def _put_back(target: Target) -> None:
     os.replace(temp, path)
 
 
-def _remove_temp(target: Target) -> None:
+def _remove_temp(target: Target) -> bool:
     temp = Path(target.temp)
     # Only our own staging name, beside its target: a journal never deletes anything else.
     if temp.parent == Path(target.path).parent and temp.name.endswith(TEMP_SUFFIX):
         with contextlib.suppress(OSError):
             temp.unlink()
+            return True
+    return False
 
 
 def _save_old(journal: Journal, shown: list[str], folder: Path) -> Path:

@@ -16,6 +16,7 @@ command line (via the qfix shell function) for the user to edit and run.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shlex
 import sys
@@ -366,6 +367,9 @@ def recover_interrupted(workspace: Path, ui: UI) -> bool | None:
     except JournalError as exc:
         ui.fail(str(exc))
         return False
+    finally:
+        with contextlib.suppress(OSError):  # a read-only state folder: nothing to sweep
+            undo.sweep_stray_temps()  # other workspaces' leftovers of a killed write
     if rollback is None:
         return None
     clean = not (rollback.changed or rollback.failed)

@@ -22,6 +22,7 @@ process that thinks with the engine already loaded, QFIX_WARM_IDLE its idle seco
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shlex
 import sys
@@ -81,6 +82,17 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def _sweep_leftovers() -> None:
+    """Temporary files a killed write left in any workspace go at every clean exit too (undo.py)."""
+    with contextlib.suppress(OSError):
+        from terminal_agent.paths import state_dir
+
+        if any((state_dir() / "journal").glob("*/journal.json")):  # else not even the import
+            from terminal_agent import undo
+
+            undo.sweep_stray_temps()
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if args[:1] == ["init"]:
@@ -123,6 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     if ran and not opts.json and nothing_to_fix(ran[1].exit_code):
         # Passed, or the user stopped it: nothing to fix, mirror its exit code. os._exit skips
         # tearing down what the warm-up loaded (most of a second); nothing else is left to flush.
+        _sweep_leftovers()
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(ran[1].exit_code)

@@ -58,6 +58,22 @@ def recover(workspace: Path) -> journal.Rollback | None:
     return journal.recover(journal_dir(workspace), workspace, [_history(workspace)])
 
 
+def sweep_stray_temps() -> list[str]:
+    """The temporary files killed writes left in every workspace (SIGKILL mid-apply): removed at
+    the next qfix anywhere, not only the next one there. A journal counts only in the folder its
+    own root names (a planted one elsewhere is ignored) and only its own temporary files go;
+    the roll back itself waits for the next qfix in that workspace, which tells the user."""
+    removed: list[str] = []
+    for folder in sorted((state_dir() / "journal").glob("*/")):
+        try:
+            root = Path(journal.Journal.model_validate_json((folder / journal.JOURNAL).read_bytes()).root)
+        except (OSError, ValueError):
+            continue  # none, or unreadable: `recover` in its workspace says so
+        if root.is_absolute() and _key(root) == folder.name:
+            removed += journal.sweep_temps(folder, root, [_history(root)])
+    return removed
+
+
 def _entries(workspace: Path) -> list[Path]:
     """Oldest first."""
     return sorted(_history(workspace).glob("*.json"), key=lambda p: int(p.stem))

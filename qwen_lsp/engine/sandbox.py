@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import shutil
 import subprocess
 import sys
@@ -33,7 +34,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from qwen_lsp.engine.sandbox_limits import SandboxLimits
+from qwen_lsp.engine.sandbox_limits import DROP_UID_RANGE, SandboxLimits, drop_root
 from qwen_lsp.runpaths import socket_dirs
 
 # Environment variables a verification may see. Everything else is dropped.
@@ -150,9 +151,20 @@ def build(
                if not _secret(p, real_home)]
     inner = [p for p in visible if workspace and (p == workspace or workspace in p.parents)]
 
+    # Root drops to a uid of this run's own inside (RLIMIT_NPROC never binds uid 0), where that uid
+    # can reach the copy: the scratch folder becomes its, and no user namespace (it would map only uid 0).
+    drop: list[str] = []
+    if _reachable([scratch, *([workspace] if workspace else [])], hidden):
+        drop = drop_root(secrets.randbelow(DROP_UID_RANGE[1] - DROP_UID_RANGE[0]) + DROP_UID_RANGE[0])
+    if drop:
+        _chown_tree(scratch, int(drop[1].partition("=")[2]))
+
     argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/dev/shm"]
     for path in hidden:  # empty and read-only (0555; root in the sandbox has no capability to override it)
         argv += ["--perms", "0555", "--tmpfs", str(path)]
+    if drop:  # the folders bwrap makes on the way to a mount point: open to that uid, never a private 0700
+        for folder in _mount_parents([*visible, scratch, *([workspace] if workspace else [])], hidden):
+            argv += ["--perms", "0555", "--dir", str(folder)]
     for path in visible:
         if path not in inner:
             argv += ["--ro-bind", str(path), str(path)]
@@ -164,12 +176,51 @@ def build(
             argv += ["--ro-bind", str(path), str(path)]
         chdir = workspace / workdir.resolve().relative_to(copy)
     # Every namespace (user and cgroup where the kernel allows), so no network at all.
-    argv += ["--unshare-user-try", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
-             "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--chdir", str(chdir)]
+    argv += [*([] if drop else ["--unshare-user-try"]), "--unshare-ipc", "--unshare-pid", "--unshare-net",
+             "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--chdir", str(chdir)]
     if os.geteuid() == 0:
         argv += ["--cap-drop", "ALL"]  # root keeps capabilities in a sandbox unless told otherwise
-    argv += ["--", *(limits.launcher(sys.executable) if limits else []), "/bin/sh", "-c", command]
+        if drop:  # for setpriv, which gives them all up with uid 0; and to enter the scratch folder, now not root's
+            argv += [arg for cap in ("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_DAC_READ_SEARCH")
+                     for arg in ("--cap-add", cap)]
+    argv += ["--", *drop, *(limits.launcher(sys.executable) if limits else []), "/bin/sh", "-c", command]
     return SandboxCommand(argv=argv, env=sandbox_env(environ, home, tmp))
+
+
+def _reachable(paths: list[Path], hidden: list[Path]) -> bool:
+    """Whether any uid can pass every folder on the way to each of `paths` that is not under a
+    hidden one (those the sandbox makes itself, 0555): else root keeps uid 0 (and the fork bound
+    is a pids cgroup or nothing, as doctor says)."""
+    for path in paths:
+        for folder in path.parents:
+            if folder in hidden or any(root in folder.parents for root in hidden):
+                continue
+            try:
+                if not os.stat(folder).st_mode & 0o001:
+                    return False
+            except OSError:
+                return False
+    return True
+
+
+def _mount_parents(paths: list[Path], hidden: list[Path]) -> list[Path]:
+    """The folders, outermost first, between a hidden folder and each of `paths`."""
+    out: list[Path] = []
+    for path in paths:
+        root = next((r for r in hidden if r in path.parents), None)
+        if root is None:
+            continue
+        parts = path.relative_to(root).parts[:-1]
+        out += [f for f in (root.joinpath(*parts[: i + 1]) for i in range(len(parts))) if f not in out]
+    return sorted(out, key=lambda f: len(f.parts))
+
+
+def _chown_tree(folder: Path, uid: int) -> None:
+    """`folder` and everything in it (a fresh copy, never the user's files) owned by `uid`."""
+    os.lchown(folder, uid, uid)
+    for parent, dirs, files in os.walk(folder):
+        for name in dirs + files:
+            os.lchown(os.path.join(parent, name), uid, uid)
 
 
 def own_dirs(cache_dir: Path) -> list[Path]:

@@ -7,10 +7,12 @@ bubblewrap has no limits of its own, so:
   per user namespace and uid); set before, it would count every process the user runs, and the
   sandbox could not even start.
 - the kernel never applies RLIMIT_NPROC to the real root user (uid 0, also inside a user
-  namespace that maps to it). Running as root, the process limit is a pids cgroup instead,
-  created below our own cgroup (v2, or the v1 `pids` hierarchy) where it is writable, and
-  watched, so a fork bomb is stopped at its first refused fork. Where neither works,
-  `qwen-lsp doctor` says that the process limit is not enforced.
+  namespace that maps to it: bwrap's `--unshare-user --uid N` does not help). Running as root,
+  the sandbox drops to an unprivileged uid of its own instead (`drop_root`: util-linux `setpriv`,
+  inside bwrap, before the limits are set), so RLIMIT_NPROC binds. Without setpriv, the process
+  limit is a pids cgroup, created below our own cgroup (v2, or the v1 `pids` hierarchy) where it
+  is writable, and watched, so a fork bomb is stopped at its first refused fork. Where neither
+  works, `qwen-lsp doctor` says that the process limit is not enforced.
 
 The memory bound is per process (address space); a whole sandbox uses at most
 processes x memory, and the tests choose both small.
@@ -91,9 +93,39 @@ def _soft_hard(name: str, value: int) -> tuple[int, int]:
 
 def nproc_enforced() -> bool:
     """Whether RLIMIT_NPROC set inside the sandbox bounds only the sandbox: the kernel never applies
-    it to the real root user, and before Linux 5.14 it counted every process of the user (a
-    desktop session has hundreds), so it is not set there at all."""
-    return os.getuid() != 0 and _kernel_version() >= (5, 14)
+    it to the real root user (who drops to a uid of the sandbox's own where setpriv is there), and
+    before Linux 5.14 it counted every process of the user (a desktop session has hundreds), so it
+    is not set there at all."""
+    if os.getuid() == 0:
+        return _setpriv() is not None
+    return _kernel_version() >= (5, 14)
+
+
+def pids_cgroup_wanted() -> bool:
+    """Whether a run tries a pids cgroup as well: where RLIMIT_NPROC does not bind, and as root
+    even where it does (root drops to a uid of its own), since only a cgroup sees a refused fork
+    and so stops a fork bomb at once, said as certain; RLIMIT_NPROC alone only bounds it."""
+    return os.getuid() == 0 or not nproc_enforced()
+
+
+# Where root's sandbox drops to: a uid no account has, one per run (secrets), so that
+# RLIMIT_NPROC -- counted per real uid -- counts that sandbox's processes and nobody else's.
+DROP_UID_RANGE = (1 << 30, 1 << 31)
+
+
+def _setpriv() -> str | None:
+    return shutil.which("setpriv", path="/usr/bin:/bin")
+
+
+def drop_root(uid: int) -> list[str]:
+    """Running as root: the argv prefix (run inside bwrap, which must leave it CAP_SETUID,
+    CAP_SETGID and CAP_SETPCAP) that becomes `uid`/`uid` with no groups, no capabilities (bounding
+    and inheritable sets emptied) and no_new_privs, so RLIMIT_NPROC binds; [] otherwise."""
+    setpriv = _setpriv() if os.getuid() == 0 else None
+    if setpriv is None:
+        return []
+    return [setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all",
+            "--bounding-set=-all", "--no-new-privs", "--"]
 
 
 def _kernel_version() -> tuple[int, int]:

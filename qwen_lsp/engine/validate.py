@@ -17,7 +17,7 @@ from qwen_lsp.context.treesitter import language_for, parser_for
 from qwen_lsp.types import CheckOutcome, FileChange
 from qwen_lsp.engine import sandbox
 from qwen_lsp.engine.overlay import Overlay
-from qwen_lsp.engine.sandbox_limits import PidsCgroup, SandboxLimits, describe, nproc_enforced, stopped_by
+from qwen_lsp.engine.sandbox_limits import PidsCgroup, SandboxLimits, describe, pids_cgroup_wanted, stopped_by
 
 # A failing command's output as the model gets it back: its first and last bytes.
 OUTPUT_HEAD = 1000
@@ -92,7 +92,7 @@ async def run_verify(
         workdir = copy / cwd if cwd and (copy / cwd).is_dir() else copy
         jail = sandbox.build(bwrap, command, scratch=Path(tmp), workdir=workdir, workspace=overlay.root,
                              hide=hide, limits=limits)
-        cgroup = PidsCgroup.create(limits.processes) if limits.processes and not nproc_enforced() else None
+        cgroup = PidsCgroup.create(limits.processes) if limits.processes and pids_cgroup_wanted() else None
         try:
             outcome = await _run(jail, cgroup, timeout, limits)
         finally:

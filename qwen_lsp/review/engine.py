@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from git.diff import decode_path
 from pydantic import BaseModel, Field, ValidationError
 from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
@@ -333,6 +334,11 @@ def _match_path(path: str, targets: dict[str, ChangedFile]) -> ChangedFile | Non
             unquoted = json.loads(path)
             if isinstance(unquoted, str) and unquoted in targets:
                 return targets[unquoted]
+    unquoted = _git_unquoted(path)
+    if unquoted is not None and unquoted != path:  # shorter each time: this ends
+        found = _match_path(unquoted, targets)
+        if found is not None:
+            return found
     # Models write "b/x.py", "./x.py", "/abs/repo/x.py" or just the file name.
     clean = path.strip().strip("`").replace("\\", "/")
     for prefix in ("a/", "b/", "./"):
@@ -342,6 +348,21 @@ def _match_path(path: str, targets: dict[str, ChangedFile]) -> ChangedFile | Non
         return targets[clean]
     suffixed = [t for p, t in targets.items() if clean.endswith("/" + p) or p.endswith("/" + clean)]
     return suffixed[0] if len(suffixed) == 1 else None
+
+
+_GIT_OCTAL = re.compile(r"\\[0-3][0-7]{2}")
+
+
+def _git_unquoted(path: str) -> str | None:
+    """A name in git's quoted spelling (core.quotePath: `"caf\\303\\251.py"`, octal bytes and C
+    escapes, in quotes or not) as the name itself; None when it is not spelled so."""
+    text = path.strip().strip("`")
+    if len(text) >= 2 and text[0] == text[-1] == '"':
+        text = text[1:-1]
+    elif not _GIT_OCTAL.search(text):
+        return None
+    raw = decode_path(b'"' + text.encode("utf-8", "surrogateescape") + b'"', has_ab_prefix=False)
+    return raw.decode("utf-8", "surrogateescape") if raw is not None else None
 
 
 def _nearest(line: int, lines: list[int]) -> int:

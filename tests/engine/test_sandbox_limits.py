@@ -71,6 +71,26 @@ async def test_a_fork_bomb_is_stopped_by_the_process_limit(tmp_path, jail):
     assert seconds < 20
 
 
+async def test_as_root_the_sandbox_drops_to_a_uid_of_its_own_so_the_fork_bound_holds(tmp_path, jail, monkeypatch):
+    """RLIMIT_NPROC never binds uid 0 (a user namespace mapping to it does not help): running as
+    root where no pids cgroup is usable, the command runs as an unprivileged uid of that run, with
+    no capability, so its forks stop at the bound; what it writes in the copy is its own."""
+    if os.getuid() != 0:
+        pytest.skip("not running as root: the rlimit path is tested below")
+    if shutil.which("setpriv", path="/usr/bin:/bin") is None:
+        pytest.skip("no setpriv here")
+    monkeypatch.setattr(sandbox_limits.PidsCgroup, "create", classmethod(lambda cls, limit: None))
+    count = (f"id -u > uid; grep CapEff /proc/self/status > caps; {PY} -c 'import os, time\nn = 0\n"
+             "try:\n    while n < 200:\n        if os.fork() == 0: time.sleep(5); os._exit(0)\n        n += 1\n"
+             "except OSError: pass\nprint(\"forked\", n)'; cat uid caps; exit 1")
+    outcome, _ = await verify(workspace(tmp_path), count, jail)
+    forked = int(outcome.detail.split("forked ")[1].split()[0])
+    assert forked < 32, outcome.detail  # the bound (32 processes, the shell and python included)
+    uid = int(outcome.detail.split("forked ")[1].split()[1])  # `cat uid` prints it after the count
+    assert uid >= 1 << 30, outcome.detail
+    assert "CapEff:\t0000000000000000" in outcome.detail
+
+
 async def test_a_disk_filler_is_stopped_by_the_file_size_limit(tmp_path, jail, launcher):
     overlay = workspace(tmp_path)
     for filler in ("cat /dev/zero > filler", f"{PY} -c \"f = open('filler', 'wb')\nwhile True: f.write(bytes(1 << 20))\""):
@@ -150,6 +170,9 @@ async def test_the_cache_and_the_side_channel_are_hidden_wherever_the_cache_is(t
     private_dir(path.parent, create=True)
     listener = Listener(path, lambda _params: None)
     assert await listener.start()
+    # Open to every uid (root's sandbox runs as a uid of its own): only hiding keeps the probe out.
+    for opened, mode in ((outside_cache, 0o755), (path.parent, 0o755), (path, 0o777)):
+        os.chmod(opened, mode)
     probe = (f"import os, socket; s = socket.socket(socket.AF_UNIX); print('LISTING', os.listdir({str(outside_cache)!r}));"
              f" s.connect({str(path)!r}); print('CONNECTED')")
     try:

@@ -86,3 +86,24 @@ def test_names_come_from_git_diff_z_not_from_the_quoted_diff(tmp_path: Path, iso
     files = parse_diff(diff, names)
     assert [(f.path, f.old_path, f.status) for f in files] == [
         ("new\tname.py", NEWLINE, "renamed"), (ESCAPE, None, "added")]
+
+
+def test_a_finding_citing_gits_quoted_spelling_is_kept_on_the_real_file(
+    tmp_path: Path, isolated_git: dict[str, str], review_env: VLLMDouble, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """git spells a non-ASCII name as `"caf\\303\\251.py"` (core.quotePath): a finding the model
+    cites so, with or without its quotes or `b/`, is on café.py, not dropped."""
+    repo = GitRepo(tmp_path / "quoted", isolated_git)
+    repo.commit("start", {"café.py": "a = 1\n", "tab\there.py": "b = 1\n"})
+    repo.stage("café.py", "a = 1 / 0\n")
+    repo.stage("tab\there.py", "b = None + 1\n")
+    review_env.script(findings_reply(
+        {"path": '"caf\\303\\251.py"', "line": 1, "severity": "error", "category": "bug", "message": "Quoted."},
+        {"path": 'caf\\303\\251.py', "line": 1, "severity": "warning", "category": "style", "message": "Bare."},
+        {"path": '"b/tab\\there.py"', "line": 1, "severity": "error", "category": "bug", "message": "Tab."},
+    ))
+    assert cli.main(["-C", str(repo.root), "--format", "json"]) == cli.EXIT_FINDINGS
+    result = ReviewResult.model_validate_json(capsys.readouterr().out)
+    assert sorted((f.path, f.message) for f in result.findings) == [
+        ("café.py", "Bare."), ("café.py", "Quoted."), ("tab\there.py", "Tab.")]
+    assert result.context_findings == []

@@ -251,3 +251,69 @@ def test_an_unreadable_journal_is_set_aside_and_touches_nothing(ws, tmp_path):
     assert undo.recover(ws) is None  # said once; qfix goes on
     undo.apply_with_undo(ws, "make", CHANGES)
     assert tree(ws) == as_tree(NEW)
+
+
+def git(args: list[str], cwd: Path) -> str:
+    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd, check=True,
+                          capture_output=True, text=True).stdout
+
+
+def test_temporary_files_a_kill_left_are_swept_by_the_next_qfix_anywhere(ws, tmp_path):
+    """SIGKILL between staging and renaming leaves `.NAME.*.qwen-tmp` files in that workspace; a
+    qfix that exits cleanly in another workspace removes them (in `git status` terms nothing is
+    left), and leaves the roll back itself, and its message, to the next qfix there."""
+    state = tmp_path / "state"
+    fix = lambda: undo.apply_with_undo(ws, "make", CHANGES)  # noqa: E731
+    total = steps(fix, tmp_path)
+    for crash_at in range(total, 0, -1):  # the latest kill with every temporary file still there
+        reset(ws, state, OLD)
+        assert killed(in_child(fix, crash_at))
+        temps = sorted(p.name for p in ws.rglob("*.qwen-tmp"))
+        if len(temps) == len(CHANGES) and all((ws / n).read_bytes() == d for n, d in OLD.items()):
+            break
+    else:
+        pytest.fail("no kill left every temporary file")
+    git(["init", "-q"], ws)
+    git(["add", *OLD], ws)
+    git(["commit", "-qm", "base"], ws)
+    leftovers = [line for line in git(["status", "--porcelain", "-uall"], ws).splitlines() if "qwen-tmp" in line]
+    assert len(leftovers) == len(CHANGES)  # what the user saw before the fix
+
+    other = (tmp_path / "other").resolve()
+    other.mkdir()
+    git(["init", "-q"], other)
+    run = qfix(["--", "true"], other, state)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "qwen-tmp" not in git(["status", "--porcelain", "-uall", "--ignored"], ws)
+    assert not list(ws.rglob("*.qwen-tmp"))
+    assert list(state.glob("journal/*/journal.json"))  # its roll back waits for a qfix there
+
+    run = qfix(["--", "false"], ws, state)
+    assert "the fix for `make` was interrupted before it completed and is rolled back" in run.stdout + run.stderr
+    assert git(["status", "--porcelain", "-uall"], ws) == ""
+    assert not list(state.glob("journal/*/journal.json"))
+
+
+def test_a_journal_planted_under_another_workspace_key_sweeps_nothing(ws, tmp_path):
+    """The sweep trusts a journal only in the folder its own root names, and only its own
+    temporary files beside its targets: a planted one naming a bystander file deletes nothing."""
+    from qwen_lsp import journal as journals
+
+    state = tmp_path / "state"
+    victim = ws / ".a.py.0.qwen-tmp"
+    victim.write_bytes(b"someone's\n")
+    record = journals.Journal(label="x", root=str(ws), made_dirs=[], targets=[journals.Target(
+        shown="a.py", path=str(ws / "a.py"), old=OLD["a.py"], mode=0o755, new_sha256=None, temp=str(victim))])
+    folder = state / "journal" / ("0" * 16)  # not the key of `ws`
+    folder.mkdir(parents=True)
+    (folder / "journal.json").write_text(record.model_dump_json())
+    assert undo.sweep_stray_temps() == []
+    assert victim.read_bytes() == b"someone's\n"
+    outside = tmp_path / "outside.qwen-tmp"
+    outside.write_bytes(b"x")
+    record.targets[0].temp = str(outside)  # not beside its target
+    real = undo.journal_dir(ws)
+    real.mkdir(parents=True)
+    (real / "journal.json").write_text(record.model_dump_json())
+    assert undo.sweep_stray_temps() == []
+    assert outside.exists() and victim.exists()
