@@ -350,7 +350,7 @@ class _Run:
             return False
         self.early_finishes += 1
         try:
-            said = json.loads(call.arguments).get("summary")
+            said = loads_arguments(call.arguments).get("summary")
         except (ValueError, AttributeError):
             said = None
         self.early_finish_summary = said if isinstance(said, str) and said else "done"

@@ -30,12 +30,13 @@ def failing_test_task() -> Task:
     return Task(kind=TaskKind.command, description="pytest failed", command=PYTEST, terminal_output=OUTPUT, exit_code=1)
 
 
-def script_fix(double: VLLMDouble, *, with_plan: bool = True, name: str = "total") -> None:
+def script_fix(double: VLLMDouble, *, with_plan: bool = True, name: str = "total", finishes: int = 1) -> None:
+    """`finishes=2`: where the edit may not apply (an edited buffer), the early finish is answered with
+    the plan once (engine/loop.py) and the second ends the fix."""
     replies = [Reply(reasoning="add() computes a - b; the test expects 5.", content=json.dumps(PLAN))] if with_plan else []
     replies += [
         Reply(tool_calls=[("read_file", {"path": "calc.py"})]),
         # Indentation drift and trailing spaces: the model dropped the 4-space indent.
         Reply(tool_calls=[("edit_file", {"path": "calc.py", "old_string": f"{name} = a - b   ", "new_string": f"{name} = a + b"})]),
-        Reply(tool_calls=[("finish", {"summary": "add now adds"})]),
-    ]
+    ] + [Reply(tool_calls=[("finish", {"summary": "add now adds"})])] * finishes
     double.script(*replies)

@@ -69,7 +69,7 @@ async def test_an_edited_buffer_means_a_new_prompt_with_the_new_text(vllm, proje
     await engine.prefetch(failing_test_task(), project.resolve(), None, stamp=(("calc.py", 3),))
     edited = BUGGY.replace("total = a - b", "total = a - b  # edited after the prefetch")
     engine.live_index.set_text("calc.py", edited)  # what didChange does, with a new version
-    script_fix(vllm)
+    script_fix(vllm, finishes=2)  # the scripted edit does not match the edited line
     await engine.fix(failing_test_task(), project, read_buffer=lambda rel: edited if rel == "calc.py" else None,
                      stamp=(("calc.py", 4),))
     assert len(assemblies) == 2
@@ -81,7 +81,7 @@ async def test_a_file_changed_on_disk_means_a_new_prompt_even_with_the_same_buff
     await engine.prefetch(failing_test_task(), project.resolve(), None, stamp=())
     (project / "calc.py").write_text(BUGGY.replace("total = a - b", "total = a - b  # changed on disk"))
     engine.live_index.file_changed("calc.py")  # what didChangeWatchedFiles does
-    script_fix(vllm)
+    script_fix(vllm, finishes=2)  # the scripted edit does not match the changed line
     await engine.fix(failing_test_task(), project, stamp=())
     assert len(assemblies) == 2
     assert "# changed on disk" in first_user_message(vllm)

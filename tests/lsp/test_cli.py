@@ -62,7 +62,7 @@ def test_tcp_serves_lsp_on_localhost(tmp_path):
             assert caps["workspace"]["workspaceFolders"] == {"supported": True, "changeNotifications": True}
             assert set(caps["executeCommandProvider"]["commands"]) == {
                 "qwen.server.ask", "qwen.server.explain", "qwen.server.fix", "qwen.server.review",
-                "qwen.server.fixInBackground"}
+                "qwen.server.fixInBackground", "qwen.server.refine", "qwen.server.doComments"}
             rpc(sock, {"jsonrpc": "2.0", "id": 2, "method": "shutdown"})
             assert read_message(stream)["id"] == 2
     finally:

@@ -19,7 +19,8 @@ def test_a_latin1_file_in_the_traceback_reaches_the_model(repo, qfix_env, vllm):
     git(repo, "add", ".")
     git(repo, "commit", "-qm", "latin-1")
     vllm.script(Reply(reasoning="total is undefined", content=json.dumps(PLAN)),
-                Reply(tool_calls=[("finish", {"summary": "nothing to change"})]), Reply(content="done"))
+                # the plan names edits: an early finish is answered once with the plan, the second ends it
+                *[Reply(tool_calls=[("finish", {"summary": "nothing to change"})])] * 2)
     run = subprocess.run([QFIX, "--json", "--", "python", "script.py"], cwd=repo, env=qfix_env,
                          capture_output=True, text=True, timeout=120)
     ours = run.stderr.split("NameError: name 'total' is not defined")[-1]
