@@ -40,12 +40,14 @@ def test_qfix_says_so_in_one_line_and_still_writes_its_json_report(repo, qfix_en
     assert cache_file.read_text() == "user data\n" and (repo / "script.py").read_text() == BUGGY
 
 
-def test_qwen_review_says_so_in_one_line(calc_repo, review_env, cache_file, monkeypatch, capsys):
+def test_qwen_review_says_so_in_one_line(calc_repo, review_env, cache_file, monkeypatch, capsys, tmp_path):
     monkeypatch.setenv("QWEN_LSP_CACHE_DIR", str(cache_file))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))  # the default cache: this test's, not the user's
     review_cli.main(["-C", str(calc_repo.root)])  # goes on with the default cache
     err = capsys.readouterr().err
     assert f"ignoring invalid setting cache_dir (from environment: Value error, {cache_file} {CLEAR})" in err
     assert "Traceback" not in err and cache_file.read_text() == "user data\n"
+    assert (tmp_path / "xdg" / "qwen-lsp" / "calls.jsonl").is_file()  # it went on, with the default cache
 
 
 class TestLanguageServer:
