@@ -589,7 +589,7 @@ def parse_plan(content: str) -> Plan:
         return Plan(steps=[text[:2000]] if text else [])
 
 
-_NO_EDIT_STEP = re.compile(r"\b(no|nothing|not)\b.{0,40}\b(change|edit|fix)", re.IGNORECASE)
+_NO_EDIT_STEP = re.compile(r"\b(no|nothing|not)\b.{0,40}\b(change|edit|fix|to do|needed)", re.IGNORECASE)
 
 
 def _plan_names_edits(plan: Plan | None) -> bool:

@@ -171,3 +171,14 @@ async def test_a_wrong_edit_repeated_after_its_verification_failed_stops_and_is_
     assert result.summary == "stopped: the model repeated the same call (edit_file)" and result.accounting.rounds == 4
     assert result.outcome == "failed" and result.changes == []  # a change that failed verification is never offered
     assert (project / "calc.py").read_text() == BUGGY
+
+
+@pytest.mark.parametrize(("steps", "names_edits"), [
+    (["nothing to do"], False), (["no change needed"], False), (["No edit: the code is right"], False),
+    (["make add() add"], True), (["nothing to do in calc.py", "fix sub()"], True),
+])
+def test_a_plan_whose_steps_say_nothing_needs_doing_names_no_edits(steps, names_edits):
+    from qwen_lsp.engine.loop import _plan_names_edits
+    from qwen_lsp.types import Plan
+
+    assert _plan_names_edits(Plan(hypotheses=["h"], evidence=[], steps=steps)) is names_edits
