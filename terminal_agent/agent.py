@@ -160,18 +160,8 @@ def _fix(failure: Failure, opts: Options, ui: UI, report: QfixReport, warm: Sess
         choice, verify_command = ask_to_apply(result, failure, opts, ui, refinable())
     if warm is not None:
         warm.close()  # no more follow-ups: the child and its engine go
-    if choice == "apply":
-        try:
-            apply_with_undo(failure, result.changes)
-        except RollbackFailed as exc:
-            ui.fail(f"{exc}; the next qfix or `qfix --undo` puts them back" if exc.failed else str(exc))
-            return 1
-        except (ApplyError, ProtectedPath) as exc:
-            ui.fail(f"not applied: {exc}")
-            return 1
-        report.applied = True
-        report.outcome = "applied"
-        ui.ok(f"applied to {', '.join(c.path for c in result.changes)}  (qfix --undo puts it back)")
+    if choice == "apply" and not apply_reported(failure.workspace, failure.command, result.changes, ui, report):
+        return 1
     handoff = ask_for_command(result, opts, ui) if choice != "quit" else None
     if handoff:
         hand_to_shell(handoff, ui)
@@ -357,6 +347,23 @@ def apply_with_undo(failure: Failure, changes: list[FileChange]) -> None:
     """The fix and its undo entry in one journaled transaction (undo.apply_with_undo): a fix
     on disk can always be taken back, and a failed or interrupted one leaves no entry."""
     undo.apply_with_undo(failure.workspace, failure.command, changes)
+
+
+def apply_reported(workspace: Path, command: str, changes: list[FileChange], ui: UI, report: QfixReport) -> bool:
+    """The changes and their undo entry in one journaled transaction (undo.apply_with_undo): a fix
+    on disk can always be taken back, and a failed or interrupted one leaves no entry. Whether it
+    was applied; either way the user and the report are told."""
+    try:
+        undo.apply_with_undo(workspace, command, changes)
+    except RollbackFailed as exc:
+        ui.fail(f"{exc}; the next qfix or `qfix --undo` puts them back" if exc.failed else str(exc))
+        return False
+    except (ApplyError, ProtectedPath) as exc:
+        ui.fail(f"not applied: {exc}")
+        return False
+    report.applied, report.outcome = True, "applied"
+    ui.ok(f"applied to {', '.join(c.path for c in changes)}  (qfix --undo puts it back)")
+    return True
 
 
 def recover_interrupted(workspace: Path, ui: UI) -> bool | None:

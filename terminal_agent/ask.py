@@ -10,13 +10,11 @@ import shlex
 import sys
 from pathlib import Path
 
-from qwen_lsp.apply import ApplyError, RollbackFailed
 from qwen_lsp.engine.loop import Engine
-from qwen_lsp.engine.protected import ProtectedPath
 from qwen_lsp.llm.client import ModelServerError, RequestRejected
 from qwen_lsp.sanitize import json_safe
 from qwen_lsp.types import Task, TaskKind
-from terminal_agent import agent, undo
+from terminal_agent import agent
 from terminal_agent.report import QfixReport
 from terminal_agent.ui import UI
 
@@ -69,16 +67,8 @@ def _ask(text: str, here: Path, workspace: Path, command: str, opts: agent.Optio
             ui.fail(f"not applied: {refused}; run it without --yes to review it and decide")
             report.not_applied = refused
         elif opts.yes or (ui.interactive and ui.confirm(f"Apply the changes to {len(result.changes)} file(s)? [y/N]")):
-            try:
-                undo.apply_with_undo(workspace, command, result.changes)
-            except RollbackFailed as exc:
-                ui.fail(f"{exc}; the next qfix or `qfix --undo` puts them back" if exc.failed else str(exc))
+            if not agent.apply_reported(workspace, command, result.changes, ui, report):
                 return 1
-            except (ApplyError, ProtectedPath) as exc:
-                ui.fail(f"not applied: {exc}")
-                return 1
-            report.applied, report.outcome = True, "applied"
-            ui.ok(f"applied to {', '.join(c.path for c in result.changes)}  (qfix --undo puts it back)")
     if handoff := agent.ask_for_command(result, opts, ui):
         agent.hand_to_shell(handoff, ui)
         report.outcome = report.outcome if report.applied else "handed_to_shell"
