@@ -511,6 +511,11 @@ def test_a_palette_fix_is_cancelled_from_its_notification(session: Session) -> N
         assert not [n for n in session.notifications() if "Qwen" in n or "rror" in n], session.notifications()
 
 
+def shown(editor) -> str:
+    """The editor's text as shown: Monaco renders spaces as no-break spaces."""
+    return editor.inner_text().replace("\xa0", " ")
+
+
 def test_an_ai_comment_gets_a_hint_and_its_quick_fix_does_it(session: Session) -> None:
     page, util = session.page, session.project / "util.py"
     plan = {"hypotheses": [], "evidence": [], "steps": ["return None for []"], "verify_command": None}
@@ -532,7 +537,7 @@ def test_an_ai_comment_gets_a_hint_and_its_quick_fix_does_it(session: Session) -
         session.go_to_line(2)
         session.quick_fix("Do it with Qwen")
         session.wait_for("the instruction done and its comment gone",
-                         lambda: "if xs else None" in editor.inner_text() and "qwen:" not in editor.inner_text(), 60)
+                         lambda: "if xs else None" in shown(editor) and "qwen:" not in shown(editor), 60)
         session.shot("ai-comment-done")
         page.keyboard.press("Control+s")
         session.wait_for("util.py saved", lambda: util.read_text() == "def first(xs):\n    return xs[0] if xs else None\n", 30)
