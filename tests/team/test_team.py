@@ -109,10 +109,11 @@ def test_an_overloaded_router_makes_fixes_wait_their_turn_not_fail(tmp_path):
 
 
 def test_the_routers_queue_timeout_408_is_busy_too_and_waited_out(tmp_path):
-    # A queue that gives up after 1 s while answers take 2 s to start: the router answers 408.
+    # A queue that gives up after 1 s while answers take 2 s to start: the router answers 408 to a request
+    # that waited behind another (three developers at once, so at least two requests meet at the router).
     with cluster(2, "consistent_hash", tmp_path, head_delay=2.0,
                  router_args=("--max-concurrent-requests", "1", "--queue-size", "4", "--queue-timeout-secs", "1")) as team:
-        runs = run_team(tmp_path, team.base_url, developers=2, fixes=1)
+        runs = run_team(tmp_path, team.base_url, developers=3, fixes=1)
     assert any("busy (HTTP 408)" in r.stderr for r in runs), [r.stderr[-500:] for r in runs]
     for run in runs:
         assert_said_what_happened(run)
