@@ -8,12 +8,11 @@ import pytest
 from lsprotocol import types
 
 from tests.lsp.helpers import code_actions, foreign_diagnostic, open_doc, plan_reply, wait_until
+from tests.quirk_answers import wherever_the_model_left_it
 from tests.vllm_double import Reply, qwen_xml_tool_call as xml
 
 EDIT = {"path": "calc.py", "old_string": "total = a - b", "new_string": "total = a + b"}
 DRAFT = {"path": "calc.py", "old_string": "total = a - b", "new_string": "total = b - a  # DRAFT"}
-WHOLE = xml("edit_file", EDIT)
-CUT = WHOLE.index("<parameter=new_string>")  # the think block closed between two parameters
 FINISH = Reply(tool_calls=[("finish", {"summary": "add now adds"})])
 
 
@@ -30,17 +29,7 @@ def the_edit(resolved: types.CodeAction) -> str:
     return "".join(e.new_text for e in doc_edit.edits)
 
 
-@pytest.mark.parametrize(
-    "answer",
-    [
-        pytest.param(Reply(reasoning="Editing now.\n" + xml("edit_file", EDIT), content=""), id="call-in-reasoning"),
-        pytest.param(Reply(reasoning=f"{xml('edit_file', DRAFT)}\nNo: that swaps them. The right one:\n{xml('edit_file', EDIT)}",
-                           content=""), id="rejected-draft"),
-        pytest.param(Reply(content="And:\n" + xml("edit_file", EDIT), tool_calls=[("read_file", {"path": "calc.py"})]),
-                     id="xml-beside-native"),
-        pytest.param(Reply(reasoning="Applying.\n" + WHOLE[:CUT], content=WHOLE[CUT:]), id="split-call"),
-    ],
-)
+@pytest.mark.parametrize("answer", wherever_the_model_left_it(EDIT, DRAFT, cut_before="<parameter=new_string>"))
 async def test_resolve_finds_the_call_wherever_the_model_left_it(lsp, vllm, project, answer):
     resolved = await resolve(lsp, vllm, project, answer, FINISH)
     edited = the_edit(resolved)

@@ -13,12 +13,11 @@ import subprocess
 import pytest
 
 from tests.qfix.helpers import BUGGY, FIXED, PLAN, QFIX
+from tests.quirk_answers import wherever_the_model_left_it
 from tests.vllm_double import Reply, qwen_xml_tool_call as xml
 
 EDIT = {"path": "script.py", "old_string": '"Hello, " + nme', "new_string": '"Hello, " + name'}
 DRAFT = {"path": "script.py", "old_string": '"Hello, " + nme', "new_string": '"Hello, " + nme  # DRAFT'}
-WHOLE = xml("edit_file", EDIT)
-CUT = WHOLE.index("<parameter=old_string>")  # the think block closed between two parameters
 PLANNED = Reply(reasoning="nme is a typo of the parameter name", content=json.dumps(PLAN))
 FINISH = Reply(tool_calls=[("finish", {"summary": "greet() now uses its parameter"})])
 
@@ -37,17 +36,7 @@ def assert_fix_offered(report: dict, repo) -> None:
     assert (repo / "script.py").read_text() == (FIXED if report["applied"] else BUGGY)
 
 
-@pytest.mark.parametrize(
-    "answer",
-    [
-        pytest.param(Reply(reasoning="Editing now.\n" + xml("edit_file", EDIT), content=""), id="call-in-reasoning"),
-        pytest.param(Reply(reasoning=f"{xml('edit_file', DRAFT)}\nNo, a comment is not a fix:\n{xml('edit_file', EDIT)}",
-                           content=""), id="rejected-draft"),
-        pytest.param(Reply(content="Also:\n" + xml("edit_file", EDIT), tool_calls=[("read_file", {"path": "script.py"})]),
-                     id="xml-beside-native"),
-        pytest.param(Reply(reasoning="Applying.\n" + WHOLE[:CUT], content=WHOLE[CUT:]), id="split-call"),
-    ],
-)
+@pytest.mark.parametrize("answer", wherever_the_model_left_it(EDIT, DRAFT, cut_before="<parameter=old_string>"))
 def test_a_call_wherever_the_model_left_it_fixes_the_bug(repo, qfix_env, vllm, answer):
     vllm.script(PLANNED, answer, FINISH)
     report = qfix(repo, qfix_env)

@@ -34,6 +34,25 @@ local function attached_client(bufnr)
   return client
 end
 
+--- Calls `send` with `given` when it has text, else with what the user types at `prompt`;
+--- an empty answer (or <Esc>) is a cancel: nothing is sent.
+---@param given string|nil
+---@param prompt string
+---@param send fun(text: string)
+local function with_text(given, prompt, send)
+  local function maybe(text)
+    text = vim.trim(text or '')
+    if text ~= '' then
+      send(text)
+    end
+  end
+  if given and vim.trim(given) ~= '' then
+    maybe(given)
+  else
+    vim.ui.input({ prompt = prompt }, maybe)
+  end
+end
+
 --- `qwen.ask`: asks for the instruction unless given, then runs `qwen.server.ask`.
 ---@param client vim.lsp.Client|nil
 ---@param arg { uri: string, range: lsp.Range }|nil
@@ -43,19 +62,10 @@ function M.ask(client, arg, instruction)
     util.notify('qwen.ask needs a running client and {uri, range}', vim.log.levels.ERROR)
     return
   end
-  local function send(text)
-    text = vim.trim(text or '')
-    if text == '' then
-      return -- cancelled
-    end
-    local bufnr = vim.uri_to_bufnr(arg.uri)
-    util.execute(client, bufnr, 'qwen.server.ask', { uri = arg.uri, range = arg.range, instruction = text }, report_apply)
-  end
-  if instruction and vim.trim(instruction) ~= '' then
-    send(instruction)
-  else
-    vim.ui.input({ prompt = 'Ask Qwen: ' }, send)
-  end
+  with_text(instruction, 'Ask Qwen: ', function(text)
+    local params = { uri = arg.uri, range = arg.range, instruction = text }
+    util.execute(client, vim.uri_to_bufnr(arg.uri), 'qwen.server.ask', params, report_apply)
+  end)
 end
 
 ---@param opts vim.api.keyset.create_user_command.command_args
@@ -115,18 +125,9 @@ function M.refine(client, arg, note)
     util.notify('qwen.refine needs a running client and {uri}', vim.log.levels.ERROR)
     return
   end
-  local function send(text)
-    text = vim.trim(text or '')
-    if text == '' then
-      return -- cancelled
-    end
+  with_text(note, 'Refine Qwen\'s change: ', function(text)
     util.execute(client, vim.uri_to_bufnr(arg.uri), 'qwen.server.refine', { uri = arg.uri, note = text }, report_apply)
-  end
-  if note and vim.trim(note) ~= '' then
-    send(note)
-  else
-    vim.ui.input({ prompt = 'Refine Qwen\'s change: ' }, send)
-  end
+  end)
 end
 
 function M.refine_command(opts)
