@@ -184,7 +184,7 @@ def build(
             argv += [arg for cap in ("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_DAC_READ_SEARCH")
                      for arg in ("--cap-add", cap)]
     argv += ["--", *drop, *(limits.launcher(sys.executable) if limits else []), "/bin/sh", "-c", command]
-    return SandboxCommand(argv=argv, env=sandbox_env(environ, home, tmp))
+    return SandboxCommand(argv=argv, env=sandbox_env(environ, home, tmp, real_home))
 
 
 def _reachable(paths: list[Path], hidden: list[Path]) -> bool:
@@ -229,12 +229,20 @@ def own_dirs(cache_dir: Path) -> list[Path]:
     return [Path(cache_dir), *socket_dirs(Path(cache_dir))]
 
 
-def sandbox_env(environ: Mapping[str, str], home: Path, tmp: Path) -> dict[str, str]:
-    """The allow-listed part of `environ`, with HOME and TMPDIR inside the sandbox."""
+def sandbox_env(environ: Mapping[str, str], home: Path, tmp: Path, real_home: Path | None = None) -> dict[str, str]:
+    """The allow-listed part of `environ`, with HOME and TMPDIR inside the sandbox.
+
+    A toolchain whose root defaults to a folder under the real HOME (rustup's ~/.rustup, ~/.cargo,
+    ~/go, ~/.pyenv, ~/.nvm) is named by its variable, so it is still found with HOME moved: else
+    rustup's `cargo` finds no toolchain and every Rust verification fails."""
     env = {
         name: value for name, value in environ.items()
         if (name in ENV_ALLOW or name.startswith("LC_")) and not _SECRET_NAME.search(name)
     }
+    if real_home is not None:
+        for var, default, _parts in _TOOLCHAINS:
+            if var and var not in env and (real_home / default).is_dir():
+                env[var] = str(real_home / default)
     env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
     env.update(HOME=str(home), TMPDIR=str(tmp), PYTHONDONTWRITEBYTECODE="1")
     return env

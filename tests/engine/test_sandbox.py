@@ -4,6 +4,7 @@ that a timeout or a cancel leaves no process behind and the network is unreachab
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import sys
 import uuid
 from pathlib import Path
@@ -158,3 +159,32 @@ async def test_the_workspace_path_is_the_copy_and_its_virtualenv_is_read_only(tm
     assert "ALL-GOOD" in outcome.detail  # absolute paths reach the patched copy; the venv is read-only
     assert (root / "calc.py").read_text() == "before\n" and not (root / "new.txt").exists()
     assert sorted(p.name for p in root.rglob("*")) == [".venv", "bin", "calc.py"]
+
+
+def test_toolchains_under_the_real_home_are_still_found_with_home_moved(tmp_path, jail):
+    """rustup's `cargo` looks for ~/.rustup through HOME, which the sandbox moves: without RUSTUP_HOME
+    set to the real one, every Rust verification failed with "rustup could not choose a version"."""
+    home = tmp_path / "home"
+    (home / ".rustup" / "toolchains" / "stable").mkdir(parents=True)
+    (home / ".rustup" / "settings.toml").write_text('default_toolchain = "stable"\n')
+    (home / ".cargo" / "bin").mkdir(parents=True)
+    (home / ".cargo" / "credentials.toml").write_text("token = 'secret'\n")
+    scratch = tmp_path / "scratch"
+    (scratch / "ws").mkdir(parents=True)
+    environ = {"PATH": "/usr/bin:/bin", "HOME": str(home)}
+    command = ('cat "$RUSTUP_HOME/settings.toml"; test -d "$CARGO_HOME/bin" && echo CARGO-BIN; '
+               'cat "$CARGO_HOME/credentials.toml" 2>/dev/null || echo NO-CREDENTIALS; echo "home=$HOME"')
+    built = sandbox.build(jail.bwrap, command, scratch=scratch, workdir=scratch / "ws", workspace=None, environ=environ)
+    assert built.env["RUSTUP_HOME"] == str(home / ".rustup") and built.env["CARGO_HOME"] == str(home / ".cargo")
+    out = subprocess.run(built.argv, env=built.env, capture_output=True, text=True, timeout=60).stdout
+    assert 'default_toolchain = "stable"' in out and "CARGO-BIN" in out
+    assert "NO-CREDENTIALS" in out and "secret" not in out  # only the toolchain's parts are shown
+    assert f"home={scratch.resolve() / 'home'}" in out
+
+
+def test_a_toolchain_variable_the_user_set_is_kept(tmp_path):
+    home = tmp_path / "home"
+    (home / ".rustup").mkdir(parents=True)
+    environ = {"PATH": "/usr/bin", "HOME": str(home), "RUSTUP_HOME": "/opt/rustup"}
+    env = sandbox.sandbox_env(environ, tmp_path / "h", tmp_path / "t", home)
+    assert env["RUSTUP_HOME"] == "/opt/rustup" and "CARGO_HOME" not in env  # no ~/.cargo here: nothing named
