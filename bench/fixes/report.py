@@ -119,6 +119,14 @@ def per_fix(count: int, t: Totals) -> str:
 
 
 def summary(report: Report) -> str:
+    rows = summary_rows(report)
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
+                     for r in rows)
+
+
+def summary_rows(report: Report) -> list[tuple[str, ...]]:
+    """The heading, then one row per strategy."""
     rows = [("strategy", "solved", "failed", "no change", "skipped", "think", "think/fix", "plain", "reads", "prompt",
              "cached %", "compl", "wall s", "2nd-pass hits", "2nd think")]
     for strategy, t in report.totals.items():
@@ -128,9 +136,7 @@ def summary(report: Report) -> str:
                      str(t.thinking_calls), per_fix(t.thinking_calls, t), str(t.non_thinking_calls), str(t.plan_reads),
                      str(t.prompt_tokens), share, str(t.completion_tokens), f"{t.wall_seconds:.1f}", f"{t.second_pass_cache_hits}/{t.second_passes}",
                      str(t.second_pass_thinking_calls)))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
-                     for r in rows)
+    return rows
 
 
 def compare(new: Report, old: Report) -> str:

@@ -469,19 +469,28 @@ class _Run:
 
     async def _call(self, *, thinking: bool, json_schema: dict[str, Any] | None = None) -> Completion:
         tool_choice = "none" if json_schema is not None else None  # plan call: same tools, no calls
-        reply = await self.engine.client.complete(
-            self._request_messages(),
-            thinking=thinking,
-            max_tokens=self.settings.plan_max_tokens if thinking else self.settings.patch_max_tokens,
-            tools=self.tools or None,
-            tool_choice=tool_choice if self.tools else None,
-            json_schema=json_schema,
-            fix_id=self.fix_id,
-            session_id=self._session(),
-            progress=self._live_thinking() if thinking else None,
-            notify=self.progress,  # a retry (busy server, broken stream) is one line the user sees
-            deadline=self.started + self.settings.limits.fix_deadline_seconds,
-        )
+        try:
+            reply = await self.engine.client.complete(
+                self._request_messages(),
+                thinking=thinking,
+                max_tokens=self.settings.plan_max_tokens if thinking else self.settings.patch_max_tokens,
+                tools=self.tools or None,
+                tool_choice=tool_choice if self.tools else None,
+                json_schema=json_schema,
+                fix_id=self.fix_id,
+                session_id=self._session(),
+                progress=self._live_thinking() if thinking else None,
+                notify=self.progress,  # a retry (busy server, broken stream) is one line the user sees
+                deadline=self.started + self.settings.limits.fix_deadline_seconds,
+            )
+        except ReasoningExhausted as exc:  # no answer, but a thinking call that cost its tokens all the same
+            self._account(exc.completion or Completion(thinking=True), thinking)
+            raise
+        self._account(reply, thinking)
+        self._check_cache_hit(reply)
+        return reply
+
+    def _account(self, reply: Completion, thinking: bool) -> None:
         a = self.accounting
         if thinking:
             a.thinking_calls += 1
@@ -490,8 +499,6 @@ class _Run:
         a.prompt_tokens += reply.prompt_tokens
         a.completion_tokens += reply.completion_tokens
         a.cached_tokens += reply.cached_tokens
-        self._check_cache_hit(reply)
-        return reply
 
     def _check_cache_hit(self, reply: Completion) -> None:
         """A request that extends the previous one (append-only) should find that prefix cached; a server
