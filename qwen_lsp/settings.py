@@ -121,8 +121,14 @@ class Settings(BaseSettings):
     verify: bool = True  # run the verify command (always sandboxed; no sandbox, no run); false: parse checks only
     run_model_verify_commands: bool = True  # only allow-listed test runners, in a temp copy
     # How the loop spends thinking, for comparisons (bench/fixes): "default" is one thinking plan
-    # (cached) then non-thinking patch rounds; the others exist to measure what that saves.
-    strategy: Literal["default", "think_every_round", "no_thinking", "no_plan", "prefix_unstable"] = "default"
+    # (cached) then non-thinking patch rounds; "reading_plan" lets that plan read files first
+    # (engine/reading.py); the others exist to measure what the default saves.
+    strategy: Literal["default", "reading_plan", "think_every_round", "no_thinking", "no_plan",
+                      "prefix_unstable"] = "default"
+    # The reading plan's budget: tool calls while planning (refused ones count too), and the tokens
+    # their answers may add to the prompt in all (one answer is cut at engine/reading.py's cap).
+    plan_read_calls: int = Field(4, ge=0)
+    plan_read_tokens: int = Field(8_192, ge=0)
 
     budgets: Budgets = Field(default_factory=Budgets)
     limits: Limits = Field(default_factory=Limits)
@@ -389,6 +395,7 @@ def workspace_trusted(workspace: Path, overrides: dict[str, Any]) -> bool:
 
 # Bounds on what a fix may cost or write: a repository may lower them, never raise them.
 LOWER_ONLY_KEYS = frozenset({"max_rounds", "max_total_tokens", "plan_max_tokens", "patch_max_tokens",
+                             "plan_read_calls", "plan_read_tokens",
                              "verify_timeout", "request_timeout", "cache_size_mb",
                              "busy_wait_seconds", "background_max_concurrent"})
 

@@ -109,6 +109,7 @@ class Accounting(BaseModel):
     cached_tokens: int = 0
     wall_seconds: float = 0.0
     plan_from_cache: bool = False
+    plan_reads: int = 0  # read_file / search_code calls the reading plan ran (0 from the cache: nothing re-read)
     rounds: int = 0  # patch rounds run
     # A patch request extended the previous prompt of the fix and the server cached none of it
     # (engine/loop.py): its prefix cache is not hitting; `qwen-lsp doctor` says why.
@@ -151,10 +152,14 @@ class CachedState(BaseModel):
     without the thinking call (the plan and its reasoning), and what the plan saw.
 
     Not the patch rounds: a repeated fix re-runs them from the plan, so that a failed
-    attempt's edits do not anchor the next one and the cache holds no tool output."""
+    attempt's edits do not anchor the next one. The only tool output kept is the reading plan's
+    reads, part of the plan itself; every file they read is in `file_hashes`."""
 
     plan: Plan
     plan_message: dict[str, Any]  # the assistant message, with `reasoning`
+    # The reading plan's turns before its answer (engine/reading.py): its read-only calls and their
+    # answers, replayed as they were so the conversation and its prefix are those of the first time.
+    plan_reads: list[dict[str, Any]] = Field(default_factory=list)
     file_hashes: dict[str, str] = Field(default_factory=dict)  # what the plan saw; any change = miss
 
 

@@ -32,6 +32,7 @@ class ModelUsage(BaseModel):
     cached_tokens: int = 0  # prompt tokens served from vLLM's prefix cache
     wall_seconds: float = 0.0
     cache_hit: bool = False  # the plan came from the disk cache: no thinking call
+    plan_reads: int = 0  # reads the plan ran before answering (strategy reading_plan)
 
 
 class QfixReport(BaseModel):
@@ -81,5 +82,5 @@ class QfixReport(BaseModel):
         self.model = ModelUsage(
             thinking_calls=a.thinking_calls, non_thinking_calls=a.non_thinking_calls, prompt_tokens=a.prompt_tokens,
             completion_tokens=a.completion_tokens, cached_tokens=a.cached_tokens, wall_seconds=round(a.wall_seconds, 3),
-            cache_hit=a.plan_from_cache,
+            cache_hit=a.plan_from_cache, plan_reads=a.plan_reads,
         )

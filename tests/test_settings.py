@@ -151,3 +151,14 @@ def test_the_suite_never_reads_the_users_own_config_file(own_user_dirs):
     from qwen_lsp.settings import user_config_file
 
     assert user_config_file() == own_user_dirs["QWEN_LSP_CONFIG_FILE"] and not user_config_file().exists()
+
+
+def test_the_reading_plan_is_a_strategy_a_repository_may_choose_but_its_budget_only_lowered(tmp_path, monkeypatch):
+    for key in ("QWEN_LSP_STRATEGY", "QWEN_LSP_PLAN_READ_CALLS", "QWEN_LSP_PLAN_READ_TOKENS"):
+        monkeypatch.delenv(key, raising=False)
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.qwen-lsp]\nstrategy = "reading_plan"\nplan_read_calls = 40\nplan_read_tokens = 1000\n')
+    settings = load_settings(tmp_path)
+    assert (settings.strategy, settings.plan_read_calls, settings.plan_read_tokens) == ("reading_plan", 4, 1000)
+    monkeypatch.setenv("QWEN_LSP_STRATEGY", "reading_plan")
+    assert load_settings(None).strategy == "reading_plan"

@@ -25,7 +25,7 @@ from qwen_lsp.llm.client import ModelServerError
 from qwen_lsp.settings import load_settings
 from qwen_lsp.types import FixResult, Risk, Task
 
-STRATEGIES = ("default", "think_every_round", "no_thinking", "no_plan", "prefix_unstable")
+STRATEGIES = ("default", "reading_plan", "think_every_round", "no_thinking", "no_plan", "prefix_unstable")
 Status = Literal["solved", "failed", "no change", "skipped", "broken", "error"]
 
 
@@ -37,6 +37,7 @@ class Pass(BaseModel):
     engine_outcome: str | None = None
     thinking_calls: int = 0
     non_thinking_calls: int = 0
+    plan_reads: int = 0  # reads the plan ran before answering (reading_plan)
     prompt_tokens: int = 0
     cached_tokens: int = 0
     completion_tokens: int = 0
@@ -106,7 +107,7 @@ async def run_pass(case: Case, ws: Path, settings_overrides: dict[str, Any]) -> 
     a = result.accounting
     return Pass(
         status=status, note=note or why, engine_outcome=result.outcome, thinking_calls=a.thinking_calls,
-        non_thinking_calls=a.non_thinking_calls, prompt_tokens=a.prompt_tokens, cached_tokens=a.cached_tokens,
+        non_thinking_calls=a.non_thinking_calls, plan_reads=a.plan_reads, prompt_tokens=a.prompt_tokens, cached_tokens=a.cached_tokens,
         completion_tokens=a.completion_tokens, rounds=a.rounds, plan_from_cache=a.plan_from_cache,
         wall_seconds=a.wall_seconds, changed_files=[c.path for c in result.changes] if applied else [],
         suggestions=[{"command": s.command, "risk": s.risk.value} for s in result.suggestions],

@@ -17,6 +17,7 @@ class Totals(BaseModel):
     outcomes: dict[str, int] = Field(default_factory=dict)
     thinking_calls: int = 0
     non_thinking_calls: int = 0
+    plan_reads: int = 0
     prompt_tokens: int = 0
     cached_tokens: int = 0
     completion_tokens: int = 0
@@ -45,6 +46,7 @@ def totals(runs: list[CaseRun]) -> dict[str, Totals]:
         p = run.first
         t.thinking_calls += p.thinking_calls
         t.non_thinking_calls += p.non_thinking_calls
+        t.plan_reads += p.plan_reads
         t.prompt_tokens += p.prompt_tokens
         t.cached_tokens += p.cached_tokens
         t.completion_tokens += p.completion_tokens
@@ -57,7 +59,7 @@ def totals(runs: list[CaseRun]) -> dict[str, Totals]:
     return out
 
 
-HEADER = ("case", "result", "think", "plain", "prompt", "cached", "compl", "wall s", "rounds", "2nd pass")
+HEADER = ("case", "result", "think", "plain", "reads", "prompt", "cached", "compl", "wall s", "rounds", "2nd pass")
 
 
 def _second(p: Pass | None) -> str:
@@ -71,14 +73,14 @@ def _row(run: CaseRun) -> tuple[str, ...]:
     p = run.first
     result = p.status + (f" ({p.note})" if p.note and p.status != "solved" else "")
     if p.status in ("skipped", "broken"):
-        return (run.case, result, *("",) * 8)
-    return (run.case, result[:48], str(p.thinking_calls), str(p.non_thinking_calls), str(p.prompt_tokens),
+        return (run.case, result, *("",) * 9)
+    return (run.case, result[:48], str(p.thinking_calls), str(p.non_thinking_calls), str(p.plan_reads), str(p.prompt_tokens),
             str(p.cached_tokens), str(p.completion_tokens), f"{p.wall_seconds:.1f}", str(p.rounds), _second(run.second))
 
 
 def _grid(rows: list[tuple[str, ...]]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    numeric = set(range(2, 9))
+    numeric = set(range(2, 10))
     lines = []
     for row in rows:
         cells = [c.rjust(w) if i in numeric else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))]
@@ -96,7 +98,7 @@ def render(report: Report) -> str:
     for strategy, t in report.totals.items():
         rows = [HEADER] + [_row(r) for r in report.runs if r.strategy == strategy]
         rows.append((f"total ({t.cases} cases)", outcome_line(t), str(t.thinking_calls), str(t.non_thinking_calls),
-                     str(t.prompt_tokens), str(t.cached_tokens), str(t.completion_tokens), f"{t.wall_seconds:.1f}",
+                     str(t.plan_reads), str(t.prompt_tokens), str(t.cached_tokens), str(t.completion_tokens), f"{t.wall_seconds:.1f}",
                      str(t.rounds), f"{t.second_pass_cache_hits}/{t.second_passes} hits, "
                      f"{t.second_pass_thinking_calls} think"))
         parts.append(f"strategy: {strategy}\n{_grid(rows)}")
@@ -110,25 +112,38 @@ def render(report: Report) -> str:
     return "\n\n".join(parts)
 
 
+def per_fix(count: int, t: Totals) -> str:
+    """`count` per case the engine ran (skipped and broken cases make no call)."""
+    fixes = t.cases - t.outcomes.get("skipped", 0) - t.outcomes.get("broken", 0)
+    return f"{count / fixes:.2f}" if fixes else "-"
+
+
 def summary(report: Report) -> str:
-    rows = [("strategy", "solved", "failed", "no change", "skipped", "think", "plain", "prompt", "cached %", "compl",
-             "wall s", "2nd-pass hits", "2nd think")]
-    for strategy, t in report.totals.items():
-        o = Counter(t.outcomes)
-        share = f"{100 * t.cached_tokens / t.prompt_tokens:.0f}" if t.prompt_tokens else "-"
-        rows.append((strategy, str(o["solved"]), str(o["failed"]), str(o["no change"]), str(o["skipped"]),
-                     str(t.thinking_calls), str(t.non_thinking_calls), str(t.prompt_tokens), share,
-                     str(t.completion_tokens), f"{t.wall_seconds:.1f}", f"{t.second_pass_cache_hits}/{t.second_passes}",
-                     str(t.second_pass_thinking_calls)))
+    rows = summary_rows(report)
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
                      for r in rows)
 
 
+def summary_rows(report: Report) -> list[tuple[str, ...]]:
+    """The heading, then one row per strategy."""
+    rows = [("strategy", "solved", "failed", "no change", "skipped", "think", "think/fix", "plain", "reads", "prompt",
+             "cached %", "compl", "wall s", "2nd-pass hits", "2nd think")]
+    for strategy, t in report.totals.items():
+        o = Counter(t.outcomes)
+        share = f"{100 * t.cached_tokens / t.prompt_tokens:.0f}" if t.prompt_tokens else "-"
+        rows.append((strategy, str(o["solved"]), str(o["failed"]), str(o["no change"]), str(o["skipped"]),
+                     str(t.thinking_calls), per_fix(t.thinking_calls, t), str(t.non_thinking_calls), str(t.plan_reads),
+                     str(t.prompt_tokens), share, str(t.completion_tokens), f"{t.wall_seconds:.1f}", f"{t.second_pass_cache_hits}/{t.second_passes}",
+                     str(t.second_pass_thinking_calls)))
+    return rows
+
+
 def compare(new: Report, old: Report) -> str:
     """Deltas per strategy (new − old) and every case whose first-pass result changed."""
     lines = [f"compared with {old.base_url}" + (" (test double)" if old.double else "")]
-    fields = ("thinking_calls", "non_thinking_calls", "prompt_tokens", "cached_tokens", "completion_tokens", "wall_seconds")
+    fields = ("thinking_calls", "non_thinking_calls", "plan_reads", "prompt_tokens", "cached_tokens", "completion_tokens",
+              "wall_seconds")
     for strategy, t in new.totals.items():
         before = old.totals.get(strategy)
         if before is None:

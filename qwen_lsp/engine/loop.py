@@ -1,6 +1,7 @@
 """The fix engine: one thinking plan, then non-thinking patch rounds with tools.
 
     plan = think(context + task)                      # cached on disk by task fingerprint
+                                                      # (reading_plan: it may read first, reading.py)
     loop: reply = patch(conversation)                 # append-only: byte-stable prefix
           run its tool calls on the in-memory overlay; new syntax errors are reported at once
           on finish: validate (parse + verify command); failures go back as tool results
@@ -38,9 +39,10 @@ from qwen_lsp.engine import runs_later
 from qwen_lsp.gitio import GitError, ignored
 from qwen_lsp.engine.repeats import Repeats
 from qwen_lsp.engine.prompts import (
-    CUT_OFF, EARLY_FINISH, NO_PLAN_PATCH_REQUEST, NUDGE, PATCH_REQUEST, PLAN_REQUEST, REFINE_REQUEST, REPLAN_REQUEST,
-    SYSTEM, TEXT_PATCH_REQUEST,
+    CUT_OFF, EARLY_FINISH, NO_PLAN_PATCH_REQUEST, NUDGE, PATCH_REQUEST, PLAN_NOW, PLAN_REQUEST, READING_PLAN_REQUEST,
+    REFINE_REQUEST, REPLAN_REQUEST, SYSTEM, TEXT_PATCH_REQUEST,
 )
+from qwen_lsp.engine.reading import PlanReads, plan_in
 from qwen_lsp.llm.parsing import loads_loose, parse_edit_blocks
 from qwen_lsp.engine.risk import classify, is_test_command
 from qwen_lsp.sanitize import visible
@@ -209,17 +211,21 @@ class _Run:
             validation, summary, summary_by = await self._patch_loop()
             return self._result(validation, summary, self._stopped_outcome(), summary_by=summary_by)
 
-        self.messages.append({"role": "user", "content": PLAN_REQUEST})
+        reading = self.settings.strategy == "reading_plan" and bool(self.tools) and self.settings.plan_read_calls > 0
+        self.messages.append({"role": "user", "content": self._plan_request(reading)})
         cached = self.engine.cache.get_state(key) if self.engine.reuse_plans else None
         if cached is not None and self._seen_hashes(cached.file_hashes) == cached.file_hashes:
             state = cached
             self.accounting.plan_from_cache = True
             self.progress("plan restored from cache")
+            self.messages.extend(state.plan_reads)  # as read then: nothing is read again
         else:
             self.progress("planning")
-            plan, plan_message = await self._plan()
-            state = CachedState(plan=plan, plan_message=plan_message)
-            state.file_hashes = self._plan_inputs(plan)
+            mark = len(self.messages)
+            plan, plan_message = await (self._reading_plan() if reading else self._plan())
+            # The files the plan read are in the overlay's originals, hence in its inputs.
+            state = CachedState(plan=plan, plan_message=plan_message, plan_reads=self.messages[mark:],
+                                file_hashes=self._plan_inputs(plan))
             self.engine.cache.put_state(key, state)  # kept even if the patch loop is cancelled
         self.plan = state.plan
         self.messages.append(state.plan_message)
@@ -239,19 +245,52 @@ class _Run:
 
     # -- phases ---------------------------------------------------------------------------
 
-    async def _plan(self) -> tuple[Plan, dict[str, Any]]:
+    async def _plan(self, *, think: bool = True) -> tuple[Plan, dict[str, Any]]:
         """The thinking call; the last message must be the plan request.
 
         If thinking uses up its tokens without an answer, plan once more without
-        thinking: a shallower plan beats no fix.
+        thinking: a shallower plan beats no fix. (`think=False`: that has happened already.)
         """
         schema = Plan.model_json_schema()
         try:
-            reply = await self._call(thinking=self.settings.strategy != "no_thinking", json_schema=schema)
+            reply = await self._call(thinking=think and self.settings.strategy != "no_thinking", json_schema=schema)
         except ReasoningExhausted:
             self.progress("planning without thinking (reasoning ran out of tokens)")
             reply = await self._call(thinking=False, json_schema=schema)
         return parse_plan(reply.content), reply.assistant_message()
+
+    async def _reading_plan(self) -> tuple[Plan, dict[str, Any]]:
+        """Thinking rounds that may read (read_file, search_code; nothing else runs) within the
+        budget, each call and answer appended; then the plan. An answer without calls that holds a
+        plan is the plan; otherwise, and once the budget is spent, the plan is asked for with
+        structured output (no call is possible in that request). See engine/reading.py."""
+        reads = PlanReads(self.toolbox, self.settings.plan_read_calls, self.settings.plan_read_tokens)
+        think = True
+        try:
+            while not reads.spent and self._spent() < self.settings.max_total_tokens:
+                try:
+                    reply = await self._call(thinking=True)
+                except ReasoningExhausted:  # as in _plan: the plan without thinking
+                    self.progress("planning without thinking (reasoning ran out of tokens)")
+                    think = False
+                    break
+                except ToolsUnsupported:  # no calls on this server: the structured plan still answers
+                    break
+                _drop_broken_calls(reply)  # never replayed; a cut-off read is simply not run
+                if not reply.tool_calls and (plan := plan_in(reply.content)) is not None:
+                    return plan, reply.assistant_message()
+                self.messages.append(reply.assistant_message())
+                if not reply.tool_calls:
+                    break
+                self._note_recovered(reply, "plan")
+                for call in reply.tool_calls:
+                    self.progress(f"planning: {call.name}")
+                    self.messages.append({"role": "tool", "tool_call_id": call.id,
+                                          "content": reads.answer(call.name, call.arguments)})
+        finally:
+            self.accounting.plan_reads = reads.reads
+        self.messages.append({"role": "user", "content": PLAN_NOW})
+        return await self._plan(think=think)
 
     async def refine(self, note: str) -> FixResult:
         """The conversation goes on after its result: the user's note, then patch rounds (no plan)."""
@@ -299,7 +338,7 @@ class _Run:
                 continue
             idle_rounds = 0
             edits_before = self.toolbox.edits_applied
-            self._note_recovered(reply, round_no)
+            self._note_recovered(reply, f"round {round_no}")
             for call in reply.tool_calls:
                 if self.repeats.stopped is not None:  # the rest of a round that repeated a call a third time
                     result = "Not run: the fix was stopped."
@@ -335,12 +374,12 @@ class _Run:
             seen_failures.add(fingerprint)
         return validation, "stopped: round limit reached", "engine"
 
-    def _note_recovered(self, reply: Completion, round_no: int) -> None:
+    def _note_recovered(self, reply: Completion, when: str) -> None:
         for call in reply.tool_calls:
             if call.source != "native":
                 where = {"content": "the answer's text", "reasoning": "the end of the reasoning",
                          "split": "the reasoning and the answer's text (split)"}[call.source]
-                self.recovered.append(f"round {round_no}: {call.name} recovered from {where}")
+                self.recovered.append(f"{when}: {call.name} recovered from {where}")
                 self.progress(f"{call.name} call recovered from {where}")
 
     def _finish_too_early(self, call: ToolCall) -> bool:
@@ -430,19 +469,28 @@ class _Run:
 
     async def _call(self, *, thinking: bool, json_schema: dict[str, Any] | None = None) -> Completion:
         tool_choice = "none" if json_schema is not None else None  # plan call: same tools, no calls
-        reply = await self.engine.client.complete(
-            self._request_messages(),
-            thinking=thinking,
-            max_tokens=self.settings.plan_max_tokens if thinking else self.settings.patch_max_tokens,
-            tools=self.tools or None,
-            tool_choice=tool_choice if self.tools else None,
-            json_schema=json_schema,
-            fix_id=self.fix_id,
-            session_id=self._session(),
-            progress=self._live_thinking() if thinking else None,
-            notify=self.progress,  # a retry (busy server, broken stream) is one line the user sees
-            deadline=self.started + self.settings.limits.fix_deadline_seconds,
-        )
+        try:
+            reply = await self.engine.client.complete(
+                self._request_messages(),
+                thinking=thinking,
+                max_tokens=self.settings.plan_max_tokens if thinking else self.settings.patch_max_tokens,
+                tools=self.tools or None,
+                tool_choice=tool_choice if self.tools else None,
+                json_schema=json_schema,
+                fix_id=self.fix_id,
+                session_id=self._session(),
+                progress=self._live_thinking() if thinking else None,
+                notify=self.progress,  # a retry (busy server, broken stream) is one line the user sees
+                deadline=self.started + self.settings.limits.fix_deadline_seconds,
+            )
+        except ReasoningExhausted as exc:  # no answer, but a thinking call that cost its tokens all the same
+            self._account(exc.completion or Completion(thinking=True), thinking)
+            raise
+        self._account(reply, thinking)
+        self._check_cache_hit(reply)
+        return reply
+
+    def _account(self, reply: Completion, thinking: bool) -> None:
         a = self.accounting
         if thinking:
             a.thinking_calls += 1
@@ -451,8 +499,6 @@ class _Run:
         a.prompt_tokens += reply.prompt_tokens
         a.completion_tokens += reply.completion_tokens
         a.cached_tokens += reply.cached_tokens
-        self._check_cache_hit(reply)
-        return reply
 
     def _check_cache_hit(self, reply: Completion) -> None:
         """A request that extends the previous one (append-only) should find that prefix cached; a server
@@ -478,6 +524,9 @@ class _Run:
         if getattr(self, "_session_id", None) is None:  # asked once per fix: it may read the cache folder
             self._session_id = identity.session_id(self.settings, self.overlay.root)
         return self._session_id
+
+    def _plan_request(self, reading: bool) -> str:
+        return READING_PLAN_REQUEST.format(calls=self.settings.plan_read_calls) if reading else PLAN_REQUEST
 
     def _patch_request(self) -> str:
         if not self.tools:

@@ -36,6 +36,23 @@ and nothing else. Write no blocks when no change is needed."""
 
 REPLAN_REQUEST = "The same check failed twice in a row. Step back and re-plan. " + PLAN_REQUEST
 
+# The "reading plan" strategy (engine/reading.py): the plan may read before it answers.
+READING_PLAN_REQUEST = """First plan the fix. If the plan depends on code the context above does not show \
+(a function it calls, a definition, a caller), read it first with read_file or search_code: at most {calls} \
+calls while planning, and no edits yet. Then answer with only a JSON object:
+{{"hypotheses": [causes, most likely first], "evidence": [{{"path", "start_line", "end_line", "reason"}}],
+ "steps": [what to change], "verify_command": a shell command that shows the fix works, or null}}"""
+
+# A planning call to a tool that is not read-only: answered, never run.
+PLAN_TOOL_REFUSED = """Not run: {name} is not available while planning; only read_file and search_code are. \
+Finish reading, then answer with the plan JSON; the edits come after the plan."""
+
+# A planning call over the reading budget (engine/reading.py): answered, never run.
+PLAN_READS_SPENT = "Not run: the plan's reading budget ({budget}) is spent. Answer with the plan JSON now."
+
+# After the reads (budget spent, or an answer that was not the plan): the plan, with structured output.
+PLAN_NOW = """Reading is over. Answer now with only the plan JSON object described above."""
+
 # A finish with nothing changed while the plan named edits (engine/loop.py): said once, then taken as giving up.
 EARLY_FINISH = """Not finished: no file has changed, but the plan names edits: {steps}. \
 Make them with edit_file; call finish again only if no change is needed after all."""

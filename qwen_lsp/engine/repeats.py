@@ -35,16 +35,16 @@ class Repeats:
         """The call's answer: run once, or what it did before; sets `stopped` at the third time."""
         if name == "finish":  # finishing twice is the validation loop's business
             return toolbox.call(name, arguments)
-        canonical = _canonical(arguments)
+        key = canonical(arguments)
         state = toolbox.edits_applied
-        earlier = self.answers.get((name, canonical, None)) or self.answers.get((name, canonical, state))
+        earlier = self.answers.get((name, key, None)) or self.answers.get((name, key, state))
         if earlier is None:
             answer = toolbox.call(name, arguments)
             succeeded_edit = name not in _READS and toolbox.edits_applied > state
-            self.answers[(name, canonical, None if succeeded_edit else state)] = answer
-            self.counts[(name, canonical)] = 1
+            self.answers[(name, key, None if succeeded_edit else state)] = answer
+            self.counts[(name, key)] = 1
             return answer
-        count = self.counts[(name, canonical)] = self.counts.get((name, canonical), 1) + 1
+        count = self.counts[(name, key)] = self.counts.get((name, key), 1) + 1
         if count >= STOP_AT:
             self.stopped = name
             return f"Not run: this exact {name} call was sent {count} times; the fix stops here."
@@ -52,7 +52,7 @@ class Repeats:
                 "Do not send it again: continue with the next step of the plan, or call finish.")
 
 
-def _canonical(arguments: str | dict[str, Any] | None) -> str:
+def canonical(arguments: str | dict[str, Any] | None) -> str:
     """The arguments as one text, whatever their key order or spacing (raw text when not JSON)."""
     try:
         value = json.loads(arguments) if isinstance(arguments, str | bytes) else arguments

@@ -50,7 +50,10 @@ class ServerUnavailable(ModelServerError):
 
 
 class ReasoningExhausted(ModelServerError):
-    """Thinking used every token and never closed: there is no answer to use."""
+    """Thinking used every token and never closed: there is no answer to use. `completion`: what the
+    call cost (its tokens), for the caller's accounting."""
+
+    completion: Completion | None = None
 
 
 class ToolsUnsupported(ModelServerError):
@@ -649,10 +652,12 @@ def _finish(completion: Completion, tools: list[dict[str, Any]] | None = None) -
         answer = found.content
     completion.content = answer
     if completion.thinking and not answer and not completion.tool_calls and completion.finish_reason == "length":
-        raise ReasoningExhausted(
+        exhausted = ReasoningExhausted(
             f"The model spent all {completion.completion_tokens} tokens thinking and gave no answer; "
             "retry, or raise plan_max_tokens."
         )
+        exhausted.completion = completion
+        raise exhausted
     return completion
 
 

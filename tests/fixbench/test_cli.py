@@ -29,14 +29,14 @@ def test_the_double_run_prints_one_table_saves_json_and_compares(tmp_path):
     assert done.returncode == 0, done.stderr
     table = done.stdout
     assert "strategy: default" in table
-    assert re.search(r"case\s+result\s+think\s+plain\s+prompt\s+cached\s+compl\s+wall s\s+rounds\s+2nd pass", table)
-    assert re.search(r"py-none-lookup\s+solved\s+1\s+3\s+\d+\s+\d+\s+\d+\s+[\d.]+\s+3\s+hit, 0 think, solved", table)
+    assert re.search(r"case\s+result\s+think\s+plain\s+reads\s+prompt\s+cached\s+compl\s+wall s\s+rounds\s+2nd pass", table)
+    assert re.search(r"py-none-lookup\s+solved\s+1\s+3\s+0\s+\d+\s+\d+\s+\d+\s+[\d.]+\s+3\s+hit, 0 think, solved", table)
     assert re.search(r"total \(1 cases\)\s+solved 1\s", table)
     assert "not evidence of fix quality or cost" in table
     data = json.loads(out.read_text())
     assert data["double"] is True and data["totals"]["default"]["second_pass_cache_hits"] == 1
     assert data["runs"][0]["first"]["changed_files"] == ["users.py"]
-    assert "default: solved +1, thinking_calls +0, non_thinking_calls -2" in table
+    assert "default: solved +1, thinking_calls +0, non_thinking_calls -2, plan_reads +0" in table
     assert "default py-none-lookup: no change -> solved" in table
 
 

@@ -77,6 +77,34 @@ async def test_default_thinks_once_on_a_first_pass_and_not_at_all_on_the_second(
         assert later["messages"][: len(earlier["messages"])] == earlier["messages"]
 
 
+async def test_reading_plan_reads_once_inside_the_plan_and_the_second_pass_replays_it(vllm, tmp_path):
+    first, second, bodies1, bodies2 = await run(vllm, case("py-off-by-one-pages"), "reading_plan", tmp_path)
+    assert first.status == "solved" and second.status == "solved"
+    # A thinking round that reads, the plan given as text in the next one, then the patch rounds.
+    assert thinking(bodies1) == [True, True, False, False, False] and plan_calls(bodies1) == 0
+    assert (first.thinking_calls, first.plan_reads, second.thinking_calls, second.plan_reads) == (2, 1, 0, 0)
+    assert second.plan_from_cache and thinking(bodies2) == [False, False, False]
+    read = bodies1[1]["messages"][-1]
+    assert read["role"] == "tool" and read["content"].startswith("pages.py (lines 1-")
+    for earlier, later in zip(bodies1, bodies1[1:]):
+        assert later["messages"][: len(earlier["messages"])] == earlier["messages"]
+        assert later["tools"] == earlier["tools"]
+    # The cached plan brings its read: the same conversation after the context (whose test timings differ).
+    assert bodies2[0]["messages"][2:] == bodies1[2]["messages"][2:]
+    runs = [harness.CaseRun(case="c", language="python", kind="fix", bug_class="b", strategy="reading_plan",
+                            first=first, second=second)]
+    heading, row = report.summary_rows(report.Report(base_url="x", runs=runs, totals=report.totals(runs)))
+    columns = dict(zip(heading, row))
+    assert (columns["think/fix"], columns["reads"], columns["2nd-pass hits"]) == ("2.00", "1", "1/1")
+
+
+async def test_reading_plan_searches_for_a_suggestion_case(vllm, tmp_path):
+    first, _, bodies, _ = await run(vllm, case("sh-make-target-typo"), "reading_plan", tmp_path, second_pass=False)
+    assert first.status == "solved" and first.plan_reads == 1
+    asked = bodies[1]["messages"][-2]["tool_calls"][0]["function"]
+    assert asked["name"] == "search_code"
+
+
 async def test_think_every_round_thinks_on_every_patch_round_too(vllm, tmp_path):
     first, second, bodies1, bodies2 = await run(vllm, case("py-off-by-one-pages"), "think_every_round", tmp_path)
     assert first.status == "solved"

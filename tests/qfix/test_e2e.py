@@ -133,6 +133,15 @@ def test_json_reports_a_server_down_error(repo, qfix_env):
     assert report["outcome"] == "error" and "Cannot reach the model server" in report["error"]
 
 
+def test_json_report_counts_the_reading_plans_thinking_calls_and_reads(repo, qfix_env, vllm):
+    """QWEN_LSP_STRATEGY=reading_plan: the plan reads script.py, then answers; both are thinking calls."""
+    first, *rest = fix_replies()
+    vllm.script(Reply(reasoning="Let me see greet().", tool_calls=[("read_file", {"path": "script.py"})]), first, *rest)
+    report = _json_run(repo, {**qfix_env, "QWEN_LSP_STRATEGY": "reading_plan"})
+    assert report["outcome"] == "fixed"
+    assert (report["model"]["thinking_calls"], report["model"]["plan_reads"]) == (2, 1)
+
+
 def _json_run(repo, env) -> dict:
     proc = subprocess.run([QFIX, "--json", "--yes", "--", "python", "script.py"], cwd=repo, env=env,
                           capture_output=True, text=True, timeout=90, stdin=subprocess.DEVNULL)
