@@ -37,10 +37,11 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
 # of the machine, which would blame a test for another program's write).
 _USERS_XDG_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
 SUITE_XDG_CACHE = Path(tempfile.mkdtemp(prefix="qwen-lsp-suite-xdg-cache-"))
-if _USERS_XDG_CACHE.is_dir():
-    for _entry in _USERS_XDG_CACHE.iterdir():
-        if _entry.name != "qwen-lsp":
-            (SUITE_XDG_CACHE / _entry.name).symlink_to(_entry)
+# The user's other caches as the run starts (one another program makes later is not linked).
+USERS_OTHER_CACHES = sorted(e for e in (_USERS_XDG_CACHE.iterdir() if _USERS_XDG_CACHE.is_dir() else [])
+                            if e.name != "qwen-lsp")
+for _entry in USERS_OTHER_CACHES:
+    (SUITE_XDG_CACHE / _entry.name).symlink_to(_entry)
 os.environ["XDG_CACHE_HOME"] = str(SUITE_XDG_CACHE)
 atexit.register(shutil.rmtree, SUITE_XDG_CACHE, True)  # unlinks the links, never what they point at
 USERS_CACHE = Path(user_cache_dir("qwen-lsp"))  # the suite's stand-in for the user's ~/.cache/qwen-lsp

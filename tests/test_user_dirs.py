@@ -83,10 +83,9 @@ def test_a_suite_started_with_sigint_ignored_starts_its_processes_with_sigint_de
 def test_the_run_caches_in_a_folder_of_its_own_with_the_users_other_caches_linked_in():
     """A process that forgot its cache dir writes into this run's stand-in for ~/.cache/qwen-lsp, which the
     per-test check watches; pip's cache, the built llama.cpp and code-server are still the user's."""
-    from tests.conftest import SUITE_XDG_CACHE, USERS_CACHE, _USERS_XDG_CACHE
+    from tests.conftest import SUITE_XDG_CACHE, USERS_CACHE, USERS_OTHER_CACHES
 
     assert Path(os.environ["XDG_CACHE_HOME"]) == SUITE_XDG_CACHE and USERS_CACHE == SUITE_XDG_CACHE / "qwen-lsp"
     assert not (SUITE_XDG_CACHE / "qwen-lsp").is_symlink()
-    for entry in _USERS_XDG_CACHE.iterdir() if _USERS_XDG_CACHE.is_dir() else []:
-        if entry.name != "qwen-lsp":
-            assert (SUITE_XDG_CACHE / entry.name).resolve() == entry.resolve()
+    for entry in USERS_OTHER_CACHES:
+        assert (SUITE_XDG_CACHE / entry.name).resolve() == entry.resolve()

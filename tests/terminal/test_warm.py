@@ -117,7 +117,7 @@ def test_the_first_qfix_starts_a_daemon_the_second_thinks_in_it_with_the_same_re
     first = warm.qfix(repo, "--json")  # no daemon yet: thinks in-process, starts one for next time
     assert first.returncode == 0, first.stderr
     requests_here = requests(vllm)
-    pid, served = wait_until(warm.status)
+    pid, served = wait_until(warm.status, timeout=90)  # a daemon starting on a busy machine
     assert served == 0
 
     vllm.reset()
@@ -138,7 +138,7 @@ def test_each_client_s_environment_and_cwd_reach_its_child(repo, warm, vllm, tmp
     (other_repo / "sub").mkdir()
     subprocess.Popen([sys.executable, "-P", "-m", "terminal_agent.warm"], env=warm.env, start_new_session=True,
                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    pid, _ = wait_until(warm.status)
+    pid, _ = wait_until(warm.status, timeout=90)  # a daemon starting on a busy machine
     with VLLMDouble() as other:
         vllm.script(*fix_replies())
         other.script(*fix_replies())
@@ -183,7 +183,7 @@ def test_a_changed_code_fingerprint_starts_a_new_daemon_and_the_stale_one_exits(
 def test_ctrl_c_in_qfix_cancels_the_child_s_fix(repo, warm, vllm):  # noqa: F811
     subprocess.Popen([sys.executable, "-P", "-m", "terminal_agent.warm"], env=warm.env, start_new_session=True,
                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    pid, _ = wait_until(warm.status)
+    pid, _ = wait_until(warm.status, timeout=90)  # a daemon starting on a busy machine
     vllm.script(SLOW_PLAN)
     qfix = spawn(["--", sys.executable, "script.py"], warm.env, repo)  # in a terminal, as the user runs it
     qfix.expect("Ctrl-C cancels")  # qfix waits for the child
@@ -201,7 +201,7 @@ def test_ctrl_c_in_qfix_cancels_the_child_s_fix(repo, warm, vllm):  # noqa: F811
 def test_a_daemon_killed_mid_fix_leaves_the_fix_to_qfix(repo, warm, vllm):  # noqa: F811
     subprocess.Popen([sys.executable, "-P", "-m", "terminal_agent.warm"], env=warm.env, start_new_session=True,
                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    pid, _ = wait_until(warm.status)
+    pid, _ = wait_until(warm.status, timeout=90)  # a daemon starting on a busy machine
     vllm.script(SLOW_PLAN, *fix_replies())
     qfix = subprocess.Popen([QFIX, "--json", "--", sys.executable, "script.py"], cwd=repo, env=warm.env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
