@@ -24,7 +24,10 @@ from qwen_lsp.files import inside
 from qwen_lsp.context import snapshot, tagpool
 from qwen_lsp.context.snapshot import Listing, Snapshot
 from qwen_lsp.context.tagpool import RawTags
-from qwen_lsp.context.treesitter import CONTAINER_KINDS, EXTENSIONS, Definition, definitions, has_definitions, language_for, parse, references
+from qwen_lsp.context.treesitter import (
+    CONTAINER_KINDS, EXTENSIONS, Definition, definitions, has_definitions, language_for, parse, parse_uncached, references,
+    tags,
+)
 from qwen_lsp.llm.tokens import count_tokens
 
 if TYPE_CHECKING:
@@ -217,11 +220,20 @@ def _walk(workspace: Path, *, max_files: int = MAX_FILES) -> Listing:
 
 
 def extract_tags(text: str, lang: str) -> FileTags | None:
+    """A text's tags (an open buffer's, a changed file's). Its tree and definitions stay cached for
+    the next reader of the same text (source context reads the same buffer's)."""
     tree = parse(text, lang)
     if tree is None:
         return None
-    defs = definitions(text, lang, tree)
-    return FileTags(defs=defs, refs=Counter(references(tree, lang)))
+    return FileTags(defs=definitions(text, lang, tree), refs=Counter(references(tree, lang)))
+
+
+def raw_tags(text: str, lang: str) -> RawTags | None:
+    """`extract_tags` as plain tuples (what the snapshot stores) from one pass over the tree, nothing
+    kept: what an index build does for every file."""
+    source = text.encode("utf-8", "replace")
+    tree = parse_uncached(source, lang)
+    return tags(tree, source, lang) if tree is not None else None
 
 
 def _open_cache(cache_dir: Path | None):  # -> diskcache.Cache | None

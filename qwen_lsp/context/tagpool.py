@@ -40,7 +40,7 @@ _ROOT = str(Path(__file__).resolve().parents[2])  # the folder holding this `qwe
 def tag_file(path: str, rel: str) -> RawTags | None:
     """The tags of the file at `path` (named `rel` in its workspace), or None when it has none: too
     big, binary, unreadable, or of a language without a grammar. The one rule, in-process or not."""
-    from qwen_lsp.context.repomap import MAX_FILE_BYTES, extract_tags
+    from qwen_lsp.context.repomap import MAX_FILE_BYTES, raw_tags
     from qwen_lsp.context.treesitter import language_for
 
     try:
@@ -50,8 +50,7 @@ def tag_file(path: str, rel: str) -> RawTags | None:
     if len(data) > MAX_FILE_BYTES or b"\x00" in data[:8192]:
         return None
     lang = language_for(rel)
-    tags = extract_tags(data.decode("utf-8", "replace"), lang) if lang else None
-    return tags._raw() if tags is not None else None
+    return raw_tags(data.decode("utf-8", "replace"), lang) if lang else None
 
 
 def workers_for(n_files: int) -> int:
