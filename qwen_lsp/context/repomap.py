@@ -187,9 +187,9 @@ def _walk(workspace: Path, *, max_files: int = MAX_FILES) -> Listing:
                 verdict = result.include  # deeper .gitignore files override shallower ones
         return verdict
 
-    for dirpath, dirnames, filenames in os.walk(root):
-        rel_dir = Path(dirpath).relative_to(root).as_posix()
-        rel_dir = "" if rel_dir == "." else rel_dir
+    top = os.fspath(root)
+    for dirpath, dirnames, filenames in os.walk(top):
+        rel_dir = "" if dirpath == top else dirpath[len(os.path.join(top, "")):].replace(os.sep, "/")
         watch(rel_dir, dirpath)  # after os.walk listed it: a change in between is newer than the build start
         specs[:] = [(b, s) for b, s in specs if not b or rel_dir == b or rel_dir.startswith(b + "/")]
         def join(name: str, prefix: str = rel_dir) -> str:

@@ -12,7 +12,6 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 from functools import cache, lru_cache
-from pathlib import PurePosixPath
 from typing import Any
 
 from tree_sitter import Node, Parser, Query, QueryCursor, Tree
@@ -238,8 +237,11 @@ class Definition:
 
 
 def language_for(path: str) -> str | None:
-    p = PurePosixPath(path)
-    return EXTENSIONS.get(p.suffix.lower())
+    """The language of the file at `path` by its suffix (PurePosixPath's, without building one: an
+    index build asks for every file of the workspace)."""
+    name = str(path).rstrip("/").rpartition("/")[2]
+    dot = name.rfind(".")
+    return EXTENSIONS.get(name[dot:].lower()) if 0 < dot < len(name) - 1 else None
 
 
 @cache
