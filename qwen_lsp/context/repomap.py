@@ -41,7 +41,9 @@ MAX_FILE_BYTES = 512_000  # bigger source files are generated or vendored
 MAX_FILES = 50_000
 MAX_DEFINERS = 20  # a name defined in more files than this is too generic to rank by
 CACHE_VERSION = 2
-READ_BACK_MIN = 200  # a build that parsed this many files reads its tags back from the snapshot (build_index)
+# A build that parsed this many files (a first build) reads its tags back from the snapshot it
+# wrote, and leaves them out of the per-file cache: they are all in the snapshot (build_index).
+READ_BACK_MIN = 200
 # Never worth mapping, whatever .gitignore says (or when there is none).
 ALWAYS_SKIP = {
     ".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".nox", ".mypy_cache",
@@ -314,7 +316,8 @@ def build_index(workspace: Path, *, cache_dir: Path | None = None, files: Iterab
         if to_parse:
             parsed = tagpool.tag_files(ws, list(to_parse), progress)
             found.update(parsed)
-            _cache_tags(cache, [(to_parse[rel], raw) for rel, raw in parsed.items() if raw is not None])
+            if len(to_parse) < READ_BACK_MIN:  # a first build's tags are all in its snapshot: not again per file
+                _cache_tags(cache, [(to_parse[rel], raw) for rel, raw in parsed.items() if raw is not None])
     finally:
         if cache is not None:
             cache.close()

@@ -7,6 +7,7 @@ so a pattern that a grammar version does not know costs that pattern only."""
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import time
 from collections import Counter
@@ -613,7 +614,7 @@ def _raw_definitions(matches: list[tuple[int, dict[str, list[Node]]]], source: b
             stack.pop()
         if kind == "function" and stack and stack[-1][1] in CONTAINER_KINDS - {"module"}:
             kind = "method"
-        out.append((_name_text(name_node, source), kind, node.start_point[0] + 1, node.end_point[0] + 1,
+        out.append((sys.intern(_name_text(name_node, source)), sys.intern(kind), node.start_point[0] + 1, node.end_point[0] + 1,
                     _signature(node, source), len(stack)))
         stack.append((node.end_byte, kind))
     return out
@@ -640,7 +641,7 @@ def tags(tree: Tree, source: bytes, lang: str) -> tuple[list[tuple], dict[str, i
     counts = Counter([source[n.start_byte : n.end_byte] for n in refs_found])
     refs: dict[str, int] = {}
     for raw, n in counts.items():
-        name = _clean_name(raw)
+        name = sys.intern(_clean_name(raw))  # one object per name over a whole index build (marshal keeps it)
         refs[name] = refs.get(name, 0) + n
     return _raw_definitions(def_matches, source), refs
 
