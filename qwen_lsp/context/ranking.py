@@ -196,15 +196,19 @@ def update_graph(graph: RefGraph, index: TagIndex, changed: Iterable[str]) -> Re
     Exact only when the changed files' `tags_shape` is what it was when `graph` was built (an edit
     inside a body: the same names referenced and defined, other counts): then no name's weight, no
     definer and no file changes, and only those files' own rows do. The caller checks that."""
-    changed_pos = [graph.file_pos[rel] for rel in changed]
-    keep = ~np.isin(graph.src, changed_pos)
-    rows: tuple[list[int], list[int], list[int], list[float]] = ([], [], [], [])
-    for rel, u in zip(changed, changed_pos):
-        _add_rows(rows, u, index.files[rel], graph.factor, graph.name_pos)
-    new = _arrays(rows)
-    order = np.argsort(np.concatenate([graph.src[keep], new[0]]), kind="stable")
-    src, dst, nid, weight = (np.concatenate([old[keep], add])[order] for old, add in
-                             zip((graph.src, graph.dst, graph.name, graph.weight), new))
+    # The rows are sorted by referrer (stably): a file's rows are one run, replaced by its new rows
+    # in place. No sort of the ~800k rows of a 25,000-file graph on every edit.
+    columns = (graph.src, graph.dst, graph.name, graph.weight)
+    pieces: list[tuple[np.ndarray, ...]] = []
+    at = 0
+    for u in sorted({graph.file_pos[rel] for rel in changed}):
+        start, end = np.searchsorted(graph.src, [u, u + 1], side="left")
+        rows: tuple[list[int], list[int], list[int], list[float]] = ([], [], [], [])
+        _add_rows(rows, u, index.files[graph.files[u]], graph.factor, graph.name_pos)
+        pieces += [tuple(c[at:start] for c in columns), _arrays(rows)]
+        at = end
+    pieces.append(tuple(c[at:] for c in columns))
+    src, dst, nid, weight = (np.concatenate([p[k] for p in pieces]) for k in range(4))
     return dataclasses.replace(graph, src=src, dst=dst, name=nid, weight=weight)
 
 
