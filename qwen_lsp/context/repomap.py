@@ -314,10 +314,10 @@ def build_index(workspace: Path, *, cache_dir: Path | None = None, files: Iterab
             else:
                 found[rel], to_parse[rel] = None, cache_key
         if to_parse:
-            parsed = tagpool.tag_files(ws, list(to_parse), progress)
+            parsed = tagpool.tag_files(ws, list(to_parse), progress, packed=True)
             found.update(parsed)
             if len(to_parse) < READ_BACK_MIN:  # a first build's tags are all in its snapshot: not again per file
-                _cache_tags(cache, [(to_parse[rel], raw) for rel, raw in parsed.items() if raw is not None])
+                _cache_tags(cache, [(to_parse[rel], _raw(raw)) for rel, raw in parsed.items() if raw is not None])
     finally:
         if cache is not None:
             cache.close()
@@ -335,14 +335,9 @@ def build_index(workspace: Path, *, cache_dir: Path | None = None, files: Iterab
     if path is not None:
         if listing is None:  # files named by the caller: keep the listing the snapshot had, if still true
             listing = _listing_if_unchanged(ws, snap)
-        entries = [(rel, stamps[rel], *(_raw(t) if t is not None else (None, None))) for rel, t in found.items()]
-        defined_in: dict[str, set[str]] = defaultdict(set)
-        for rel, defs, _refs in ((e[0], e[2], e[3]) for e in entries):
-            for name, kind, *_rest in defs or ():
-                if kind != "impl":
-                    defined_in[name].add(rel)
-        content_key = snapshot.write(path, key, started_ns, listing, entries, defined_in)
-        del entries
+        # One file's tags unpacked at a time, as the snapshot's columns take them.
+        entries = ((rel, stamps[rel], *(_raw(t) if t is not None else (None, None))) for rel, t in found.items())
+        content_key = snapshot.write(path, key, started_ns, listing, entries, None)
         if content_key is not None:
             if len(to_parse) >= READ_BACK_MIN and read_back:
                 # The tags as parsed go before the snapshot is read: both at once were most of the peak.
@@ -352,18 +347,23 @@ def build_index(workspace: Path, *, cache_dir: Path | None = None, files: Iterab
                     return index
                 # Another process replaced the snapshot meanwhile (rare): build again, keeping the tags.
                 return build_index(workspace, cache_dir=cache_dir, files=files, progress=progress, read_back=False)
-            index = TagIndex(files=_tags_of(found), defined_in=defined_in)
+            index = _index_from(_tags_of(found))
             index.stored_graph = (snapshot.graph_path(path), content_key)
             return index
     return _index_from(_tags_of(found))
 
 
-def _raw(tags: FileTags | RawTags) -> RawTags:
-    return tags._raw() if isinstance(tags, FileTags) else tags
+def _raw(tags: FileTags | RawTags | tagpool.Packed) -> RawTags:
+    if isinstance(tags, FileTags):
+        return tags._raw()
+    raw = tagpool.unpack(tags)
+    assert raw is not None
+    return raw
 
 
-def _tags_of(found: dict[str, FileTags | RawTags | None]) -> dict[str, FileTags]:
-    return {rel: tags if isinstance(tags, FileTags) else _decode(tags) for rel, tags in found.items() if tags is not None}
+def _tags_of(found: dict[str, FileTags | RawTags | tagpool.Packed | None]) -> dict[str, FileTags]:
+    return {rel: tags if isinstance(tags, FileTags) else _decode(_raw(tags)) for rel, tags in found.items()
+            if tags is not None}
 
 
 def _read_back(path: Path, key: str, started_ns: int, content_key: str) -> TagIndex | None:

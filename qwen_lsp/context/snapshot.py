@@ -253,12 +253,14 @@ def _read(path: Path, header: bytes) -> list | None:
 
 def write(
     path: Path, key: str, started_ns: int, listing: Listing | None,
-    entries: Sequence[tuple[str, Stamp, Sequence[RawDef] | None, dict[str, int] | None]],
-    defined_in: dict[str, set[str]],
+    entries: Iterable[tuple[str, Stamp, Sequence[RawDef] | None, dict[str, int] | None]],
+    defined_in: dict[str, set[str]] | None,
 ) -> str | None:
     """Store `entries` (path, stamp, definitions and reference counts, or None for a file without
     tags) atomically at `path`; the snapshot's content key, or None if it was not written.
-    Failure to write is logged, never raised: it only costs speed."""
+    `defined_in` (name -> files defining it, impl blocks left out): None to have it made from
+    `entries` as they are read. Failure to write is logged, never raised: it only costs speed."""
+    found_in: dict[str, set[str]] | None = {} if defined_in is None else None
     kind_pos: dict[str, int] = {}
     ref_pos: dict[str, int] = {}
     files: list[str] = []
@@ -277,6 +279,8 @@ def write(
         def_counts.append(len(defs))
         name_len = sig_len = 0
         for name, kind, line, end, sig, depth in defs:
+            if found_in is not None and kind != "impl":
+                found_in.setdefault(name, set()).add(rel)
             names.append(name)
             kinds.append(kind_pos.setdefault(kind, len(kind_pos)))
             lines.append(line)
@@ -311,6 +315,9 @@ def write(
                                depths_packed, ref_table, *ref_parts)
     # In parts, each marshalled as it is written (a 25,000-file snapshot is ~60 MB: the whole body
     # at once was the peak of the build's memory). The first holds what shares the file names.
+    if found_in is not None:
+        defined_in = found_in
+    assert defined_in is not None
     head = (key, content_key, started_ns, listing_body, files,
             # marshal takes no dict subclass (a defaultdict): a plain dict sharing the sets, not a copy of each
             defined_in if type(defined_in) is dict else dict(defined_in))

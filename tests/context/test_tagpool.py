@@ -108,3 +108,12 @@ def test_a_first_build_keeps_its_tags_in_the_snapshot_only_and_a_small_one_per_f
     again = build_index(workspace, cache_dir=first)
     assert per_file_entries(first) == 1  # the one file parsed again is cached for when it comes back
     assert [d.name for d in again.files["pkg/mod3.py"].defs] == ["f333", "C333", "m"]
+
+
+def test_packed_tags_are_the_tags_marshalled(workspace):
+    rels = list_files(workspace)
+    plain = tagpool.tag_files(str(workspace), rels, workers=0)
+    for workers in (0, 2):
+        packed = tagpool.tag_files(str(workspace), rels, workers=workers, packed=True)
+        assert all(v is None or isinstance(v, bytes) for v in packed.values())
+        assert {rel: tagpool.unpack(v) for rel, v in packed.items()} == plain
