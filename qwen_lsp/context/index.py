@@ -195,7 +195,12 @@ class WorkspaceIndex:
                     for rel, before in dirty.items()
                 )
                 if same_shape and self._graph is not None:
-                    self._graph = update_graph(self._graph, index, sorted(dirty))
+                    # A file's rows are made of its reference counts only (its shape unchanged): files
+                    # referencing as they did (an edit in a comment, a string, a line moved) leave the
+                    # graph as it is, the same object, so nothing keeps a copy per keystroke.
+                    changed = sorted(rel for rel, before in dirty.items() if before is None or before.refs != index.files[rel].refs)
+                    if changed:
+                        self._graph = update_graph(self._graph, index, changed)
                 else:
                     self._graph = build_graph(index)
                 self._state.dirty = {}

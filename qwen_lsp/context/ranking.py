@@ -16,6 +16,7 @@ import hashlib
 import logging
 import math
 import re
+from array import array
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -95,7 +96,8 @@ def build_graph(index: TagIndex) -> RefGraph:
         factor[name] = (mult * math.log((n_files + 1) / df) / len(definers), sorted(file_pos[f] for f in definers))
     names = sorted(factor)
     name_pos = {n: i for i, n in enumerate(names)}
-    rows: tuple[list[int], list[int], list[int], list[float]] = ([], [], [], [])
+    # Packed as they are made: a 25,000-file graph has ~800k rows (as lists of objects: ~100 MB).
+    rows = _rows()
     for u, referrer in enumerate(files):
         _add_rows(rows, u, index.files[referrer], factor, name_pos)
     src, dst, nid, weight = _arrays(rows)
@@ -161,7 +163,14 @@ def _from_body(body: tuple) -> RefGraph:
     )
 
 
-def _add_rows(rows: tuple[list[int], list[int], list[int], list[float]], u: int, tags: FileTags,
+Rows = tuple[array, array, array, array]  # src, dst, name (int32), weight (float64): packed, not a list of objects
+
+
+def _rows() -> Rows:
+    return array("i"), array("i"), array("i"), array("d")
+
+
+def _add_rows(rows: Rows, u: int, tags: FileTags,
               factor: dict[str, tuple[float, list[int]]], name_pos: dict[str, int]) -> None:
     """The edges out of file `u`: one per (name it references, file defining that name)."""
     src, dst, nid, weight = rows
@@ -179,10 +188,10 @@ def _add_rows(rows: tuple[list[int], list[int], list[int], list[float]], u: int,
                 weight.append(w)
 
 
-def _arrays(rows: tuple[list[int], list[int], list[int], list[float]]) -> tuple[np.ndarray, ...]:
+def _arrays(rows: Rows) -> tuple[np.ndarray, ...]:
     src, dst, nid, weight = rows
-    return (np.asarray(src, dtype=np.int32), np.asarray(dst, dtype=np.int32), np.asarray(nid, dtype=np.int32),
-            np.asarray(weight, dtype=np.float64))
+    return (np.frombuffer(src, dtype=np.int32).copy(), np.frombuffer(dst, dtype=np.int32).copy(),
+            np.frombuffer(nid, dtype=np.int32).copy(), np.frombuffer(weight, dtype=np.float64).copy())
 
 
 def tags_shape(tags: FileTags) -> tuple[frozenset, frozenset]:
@@ -196,15 +205,19 @@ def update_graph(graph: RefGraph, index: TagIndex, changed: Iterable[str]) -> Re
     Exact only when the changed files' `tags_shape` is what it was when `graph` was built (an edit
     inside a body: the same names referenced and defined, other counts): then no name's weight, no
     definer and no file changes, and only those files' own rows do. The caller checks that."""
-    changed_pos = [graph.file_pos[rel] for rel in changed]
-    keep = ~np.isin(graph.src, changed_pos)
-    rows: tuple[list[int], list[int], list[int], list[float]] = ([], [], [], [])
-    for rel, u in zip(changed, changed_pos):
-        _add_rows(rows, u, index.files[rel], graph.factor, graph.name_pos)
-    new = _arrays(rows)
-    order = np.argsort(np.concatenate([graph.src[keep], new[0]]), kind="stable")
-    src, dst, nid, weight = (np.concatenate([old[keep], add])[order] for old, add in
-                             zip((graph.src, graph.dst, graph.name, graph.weight), new))
+    # The rows are sorted by referrer (stably): a file's rows are one run, replaced by its new rows
+    # in place. No sort of the ~800k rows of a 25,000-file graph on every edit.
+    columns = (graph.src, graph.dst, graph.name, graph.weight)
+    pieces: list[tuple[np.ndarray, ...]] = []
+    at = 0
+    for u in sorted({graph.file_pos[rel] for rel in changed}):
+        start, end = np.searchsorted(graph.src, [u, u + 1], side="left")
+        rows = _rows()
+        _add_rows(rows, u, index.files[graph.files[u]], graph.factor, graph.name_pos)
+        pieces += [tuple(c[at:start] for c in columns), _arrays(rows)]
+        at = end
+    pieces.append(tuple(c[at:] for c in columns))
+    src, dst, nid, weight = (np.concatenate([p[k] for p in pieces]) for k in range(4))
     return dataclasses.replace(graph, src=src, dst=dst, name=nid, weight=weight)
 
 

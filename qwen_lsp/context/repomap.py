@@ -24,7 +24,10 @@ from qwen_lsp.files import inside
 from qwen_lsp.context import snapshot, tagpool
 from qwen_lsp.context.snapshot import Listing, Snapshot
 from qwen_lsp.context.tagpool import RawTags
-from qwen_lsp.context.treesitter import CONTAINER_KINDS, EXTENSIONS, Definition, definitions, has_definitions, language_for, parse, references
+from qwen_lsp.context.treesitter import (
+    CONTAINER_KINDS, EXTENSIONS, Definition, definitions, has_definitions, language_for, parse, parse_uncached, references,
+    tags,
+)
 from qwen_lsp.llm.tokens import count_tokens
 
 if TYPE_CHECKING:
@@ -38,7 +41,9 @@ MAX_FILE_BYTES = 512_000  # bigger source files are generated or vendored
 MAX_FILES = 50_000
 MAX_DEFINERS = 20  # a name defined in more files than this is too generic to rank by
 CACHE_VERSION = 2
-READ_BACK_MIN = 200  # a build that parsed this many files reads its tags back from the snapshot (build_index)
+# A build that parsed this many files (a first build) reads its tags back from the snapshot it
+# wrote, and leaves them out of the per-file cache: they are all in the snapshot (build_index).
+READ_BACK_MIN = 200
 # Never worth mapping, whatever .gitignore says (or when there is none).
 ALWAYS_SKIP = {
     ".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".nox", ".mypy_cache",
@@ -184,9 +189,9 @@ def _walk(workspace: Path, *, max_files: int = MAX_FILES) -> Listing:
                 verdict = result.include  # deeper .gitignore files override shallower ones
         return verdict
 
-    for dirpath, dirnames, filenames in os.walk(root):
-        rel_dir = Path(dirpath).relative_to(root).as_posix()
-        rel_dir = "" if rel_dir == "." else rel_dir
+    top = os.fspath(root)
+    for dirpath, dirnames, filenames in os.walk(top):
+        rel_dir = "" if dirpath == top else dirpath[len(os.path.join(top, "")):].replace(os.sep, "/")
         watch(rel_dir, dirpath)  # after os.walk listed it: a change in between is newer than the build start
         specs[:] = [(b, s) for b, s in specs if not b or rel_dir == b or rel_dir.startswith(b + "/")]
         def join(name: str, prefix: str = rel_dir) -> str:
@@ -217,11 +222,20 @@ def _walk(workspace: Path, *, max_files: int = MAX_FILES) -> Listing:
 
 
 def extract_tags(text: str, lang: str) -> FileTags | None:
+    """A text's tags (an open buffer's, a changed file's). Its tree and definitions stay cached for
+    the next reader of the same text (source context reads the same buffer's)."""
     tree = parse(text, lang)
     if tree is None:
         return None
-    defs = definitions(text, lang, tree)
-    return FileTags(defs=defs, refs=Counter(references(tree, lang)))
+    return FileTags(defs=definitions(text, lang, tree), refs=Counter(references(tree, lang)))
+
+
+def raw_tags(text: str, lang: str) -> RawTags | None:
+    """`extract_tags` as plain tuples (what the snapshot stores) from one pass over the tree, nothing
+    kept: what an index build does for every file."""
+    source = text.encode("utf-8", "replace")
+    tree = parse_uncached(source, lang)
+    return tags(tree, source, lang) if tree is not None else None
 
 
 def _open_cache(cache_dir: Path | None):  # -> diskcache.Cache | None
@@ -300,9 +314,10 @@ def build_index(workspace: Path, *, cache_dir: Path | None = None, files: Iterab
             else:
                 found[rel], to_parse[rel] = None, cache_key
         if to_parse:
-            parsed = tagpool.tag_files(ws, list(to_parse), progress)
+            parsed = tagpool.tag_files(ws, list(to_parse), progress, packed=True)
             found.update(parsed)
-            _cache_tags(cache, [(to_parse[rel], raw) for rel, raw in parsed.items() if raw is not None])
+            if len(to_parse) < READ_BACK_MIN:  # a first build's tags are all in its snapshot: not again per file
+                _cache_tags(cache, [(to_parse[rel], _raw(raw)) for rel, raw in parsed.items() if raw is not None])
     finally:
         if cache is not None:
             cache.close()
@@ -320,14 +335,9 @@ def build_index(workspace: Path, *, cache_dir: Path | None = None, files: Iterab
     if path is not None:
         if listing is None:  # files named by the caller: keep the listing the snapshot had, if still true
             listing = _listing_if_unchanged(ws, snap)
-        entries = [(rel, stamps[rel], *(_raw(t) if t is not None else (None, None))) for rel, t in found.items()]
-        defined_in: dict[str, set[str]] = defaultdict(set)
-        for rel, defs, _refs in ((e[0], e[2], e[3]) for e in entries):
-            for name, kind, *_rest in defs or ():
-                if kind != "impl":
-                    defined_in[name].add(rel)
-        content_key = snapshot.write(path, key, started_ns, listing, entries, defined_in)
-        del entries
+        # One file's tags unpacked at a time, as the snapshot's columns take them.
+        entries = ((rel, stamps[rel], *(_raw(t) if t is not None else (None, None))) for rel, t in found.items())
+        content_key = snapshot.write(path, key, started_ns, listing, entries, None)
         if content_key is not None:
             if len(to_parse) >= READ_BACK_MIN and read_back:
                 # The tags as parsed go before the snapshot is read: both at once were most of the peak.
@@ -337,18 +347,23 @@ def build_index(workspace: Path, *, cache_dir: Path | None = None, files: Iterab
                     return index
                 # Another process replaced the snapshot meanwhile (rare): build again, keeping the tags.
                 return build_index(workspace, cache_dir=cache_dir, files=files, progress=progress, read_back=False)
-            index = TagIndex(files=_tags_of(found), defined_in=defined_in)
+            index = _index_from(_tags_of(found))
             index.stored_graph = (snapshot.graph_path(path), content_key)
             return index
     return _index_from(_tags_of(found))
 
 
-def _raw(tags: FileTags | RawTags) -> RawTags:
-    return tags._raw() if isinstance(tags, FileTags) else tags
+def _raw(tags: FileTags | RawTags | tagpool.Packed) -> RawTags:
+    if isinstance(tags, FileTags):
+        return tags._raw()
+    raw = tagpool.unpack(tags)
+    assert raw is not None
+    return raw
 
 
-def _tags_of(found: dict[str, FileTags | RawTags | None]) -> dict[str, FileTags]:
-    return {rel: tags if isinstance(tags, FileTags) else _decode(tags) for rel, tags in found.items() if tags is not None}
+def _tags_of(found: dict[str, FileTags | RawTags | tagpool.Packed | None]) -> dict[str, FileTags]:
+    return {rel: tags if isinstance(tags, FileTags) else _decode(_raw(tags)) for rel, tags in found.items()
+            if tags is not None}
 
 
 def _read_back(path: Path, key: str, started_ns: int, content_key: str) -> TagIndex | None:

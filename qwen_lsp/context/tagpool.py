@@ -33,6 +33,7 @@ MAX_WORKERS = 4
 CHUNK = 64  # files per request: small enough to share the work out evenly and report progress often
 
 RawTags = tuple[list[tuple], dict[str, int]]  # (definitions as tuples, reference counts)
+Packed = bytes  # a file's RawTags, marshalled: how a big build holds them until its snapshot is written
 Progress = Callable[[int, int], None]  # (files tagged so far, files to tag)
 _ROOT = str(Path(__file__).resolve().parents[2])  # the folder holding this `qwen_lsp`
 
@@ -40,7 +41,7 @@ _ROOT = str(Path(__file__).resolve().parents[2])  # the folder holding this `qwe
 def tag_file(path: str, rel: str) -> RawTags | None:
     """The tags of the file at `path` (named `rel` in its workspace), or None when it has none: too
     big, binary, unreadable, or of a language without a grammar. The one rule, in-process or not."""
-    from qwen_lsp.context.repomap import MAX_FILE_BYTES, extract_tags
+    from qwen_lsp.context.repomap import MAX_FILE_BYTES, raw_tags
     from qwen_lsp.context.treesitter import language_for
 
     try:
@@ -50,8 +51,7 @@ def tag_file(path: str, rel: str) -> RawTags | None:
     if len(data) > MAX_FILE_BYTES or b"\x00" in data[:8192]:
         return None
     lang = language_for(rel)
-    tags = extract_tags(data.decode("utf-8", "replace"), lang) if lang else None
-    return tags._raw() if tags is not None else None
+    return raw_tags(data.decode("utf-8", "replace"), lang) if lang else None
 
 
 def workers_for(n_files: int) -> int:
@@ -63,14 +63,15 @@ def workers_for(n_files: int) -> int:
 
 
 def tag_files(workspace: str, rels: Sequence[str], progress: Progress | None = None,
-              workers: int | None = None) -> dict[str, RawTags | None]:
+              workers: int | None = None, packed: bool = False) -> dict[str, RawTags | Packed | None]:
     """The tags of every file of `rels` (workspace-relative), on `workers` processes (default:
     `workers_for`), calling `progress(done, total)` after each chunk. Never raises for a worker:
-    what a worker did not answer is tagged here."""
+    what a worker did not answer is tagged here. With `packed`, each file's tags come marshalled
+    (`unpack` reads them): a third of the memory of the tuples until they are written."""
     total = len(rels)
     workers = workers_for(total) if workers is None else workers
     prefix = os.path.join(workspace, "")
-    out: dict[str, RawTags | None] = {}
+    out: dict[str, RawTags | Packed | None] = {}
     lock = threading.Lock()
     chunks = [list(rels[i : i + CHUNK]) for i in range(0, total, CHUNK)]
     chunks.reverse()  # popped from the end: in order
@@ -78,7 +79,9 @@ def tag_files(workspace: str, rels: Sequence[str], progress: Progress | None = N
     if progress is not None and total:
         progress(0, total)
 
-    def done(found: dict[str, RawTags | None]) -> None:
+    def done(found: dict[str, Packed | None]) -> None:
+        if not packed:
+            found = {rel: unpack(tags) for rel, tags in found.items()}
         with lock:
             out.update(found)
             n = len(out)
@@ -91,7 +94,7 @@ def tag_files(workspace: str, rels: Sequence[str], progress: Progress | None = N
 
     def in_process() -> None:
         while (chunk := next_chunk()) is not None:
-            done({rel: tag_file(prefix + rel, rel) for rel in chunk})
+            done({rel: _pack(tag_file(prefix + rel, rel)) for rel in chunk})
 
     def feed(proc: subprocess.Popen[bytes]) -> None:
         chunk = None
@@ -99,14 +102,15 @@ def tag_files(workspace: str, rels: Sequence[str], progress: Progress | None = N
             while (chunk := next_chunk()) is not None:
                 _send(proc.stdin, (workspace, chunk))
                 answer = _receive(proc.stdout)
-                if not isinstance(answer, dict) or set(answer) != set(chunk):
+                if (not isinstance(answer, dict) or set(answer) != set(chunk)
+                        or not all(v is None or isinstance(v, bytes) for v in answer.values())):
                     raise OSError("a tag worker answered something else")
                 done(answer)
                 chunk = None
         except (OSError, EOFError, ValueError, TypeError):
             log.debug("a tag worker failed; tagging its files here", exc_info=True)
             if chunk is not None:
-                done({rel: tag_file(prefix + rel, rel) for rel in chunk})
+                done({rel: _pack(tag_file(prefix + rel, rel)) for rel in chunk})
             in_process()  # whatever is left, alongside the other workers
 
     procs = [p for p in (_start() for _ in range(workers)) if p is not None]
@@ -123,6 +127,15 @@ def tag_files(workspace: str, rels: Sequence[str], progress: Progress | None = N
         for p in procs:
             _stop(p)
     return out
+
+
+def _pack(tags: RawTags | None) -> Packed | None:
+    return marshal.dumps(tags) if tags is not None else None
+
+
+def unpack(tags: RawTags | Packed | None) -> RawTags | None:
+    """A file's tags as `tag_files` gave them, as tuples."""
+    return marshal.loads(tags) if isinstance(tags, bytes) else tags
 
 
 def _start() -> subprocess.Popen[bytes] | None:
@@ -178,6 +191,6 @@ def serve() -> None:
             return
         prefix = os.path.join(workspace, "")
         try:
-            _send(stdout, {rel: tag_file(prefix + rel, rel) for rel in chunk})
+            _send(stdout, {rel: _pack(tag_file(prefix + rel, rel)) for rel in chunk})
         except BrokenPipeError:
             return

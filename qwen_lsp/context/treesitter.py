@@ -7,11 +7,12 @@ so a pattern that a grammar version does not know costs that pattern only."""
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass
 from functools import cache, lru_cache
-from pathlib import PurePosixPath
 from typing import Any
 
 from tree_sitter import Node, Parser, Query, QueryCursor, Tree
@@ -222,6 +223,7 @@ _BODY_TYPES = {
     "enum_body", "interface_body", "enumerator_list", "object_type", "function_body", "body_statement",
     "constructor_body", "enum_variant_list", "annotation_type_body", "record_body",
 }
+_BODY_OR_FUNCTION = _BODY_TYPES | {"function_definition", "arrow_function", "function_expression"}
 CONTAINER_KINDS = {"class", "interface", "module", "impl", "enum"}
 
 
@@ -236,8 +238,11 @@ class Definition:
 
 
 def language_for(path: str) -> str | None:
-    p = PurePosixPath(path)
-    return EXTENSIONS.get(p.suffix.lower())
+    """The language of the file at `path` by its suffix (PurePosixPath's, without building one: an
+    index build asks for every file of the workspace)."""
+    name = str(path).rstrip("/").rpartition("/")[2]
+    dot = name.rfind(".")
+    return EXTENSIONS.get(name[dot:].lower()) if 0 < dot < len(name) - 1 else None
 
 
 @cache
@@ -274,16 +279,42 @@ def _patterns_for(lang: str) -> list[str]:
     return DEF_PATTERNS.get(lang, [])
 
 
-@cache
-def _def_queries(lang: str) -> tuple[Query, ...]:
-    out = []
-    for pattern in _patterns_for(lang):
+def _compiling(lang: str, patterns: list[str], what: str) -> list[str]:
+    """The patterns of `patterns` this grammar version compiles (a node type it does not have costs that one only)."""
+    language, ok = _language(lang), []
+    for pattern in patterns:
         try:
-            out.append(Query(_language(lang), pattern))
+            Query(language, pattern)
+            ok.append(pattern)
         except Exception:
-            log.debug("%s query pattern not compiled: %s", lang, pattern, exc_info=True)
-            continue  # a node type this grammar version does not have
-    return tuple(out)
+            log.debug("%s %s pattern not compiled: %s", lang, what, pattern, exc_info=True)
+    return ok
+
+
+@cache
+def _def_query(lang: str) -> Query | None:
+    """The definition patterns as one query: one pass over a tree instead of one per pattern."""
+    ok = _compiling(lang, _patterns_for(lang), "definition")
+    try:
+        return Query(_language(lang), "\n".join(ok)) if ok else None
+    except Exception:
+        log.debug("%s definition query not compiled", lang, exc_info=True)
+        return None
+
+
+@cache
+def _tags_query(lang: str) -> tuple[Query, int] | None:
+    """The definition and reference patterns as one query, and how many of its patterns (the first
+    ones) are definitions: a file's tags in one pass over its tree. None: no reference pattern
+    compiles (references then fall back to every identifier)."""
+    defs = _compiling(lang, _patterns_for(lang), "definition")
+    refs = _compiling(lang, REF_PATTERNS.get(lang, []), "reference")
+    try:
+        query = Query(_language(lang), "\n".join(defs + refs)) if refs else None
+    except Exception:
+        log.debug("%s tags query not compiled", lang, exc_info=True)
+        return None
+    return (query, len(defs)) if query is not None and query.pattern_count == len(defs) + len(refs) else None
 
 
 @cache
@@ -318,20 +349,30 @@ QUERY_SLICE_BYTES = 32_768
 
 @lru_cache(maxsize=32)
 def _parse_bytes(data: bytes, lang: str) -> Tree | None:
+    tree = _budgeted_parse(data, lang, _edited_base(data, lang))
+    if tree is not None:
+        _remember_source(tree, data, lang)
+    return tree
+
+
+def parse_uncached(data: bytes, lang: str) -> Tree | None:
+    """`parse` for a file read once (a tag worker's): nothing looked up or kept. Readers of the
+    tree's texts take `data` along (see node_text)."""
+    return _budgeted_parse(data, lang, None)
+
+
+def _budgeted_parse(data: bytes, lang: str, base: Tree | None) -> Tree | None:
     parser = parser_for(lang)
     if parser is None:
         return None
     started = time.perf_counter()
     try:
         # Only the callable-source form of parse() reports progress, so only it can be stopped.
-        base = _edited_base(data, lang)
-        tree = parser.parse(
+        return parser.parse(
             lambda offset, _point: data[offset : offset + _CHUNK],
             *([base] if base is not None else []),  # the binding takes no None for "no old tree"
             progress_callback=lambda *_: time.perf_counter() - started > PARSE_BUDGET_SECONDS,
         )
-        _remember_source(tree, data, lang)
-        return tree
     except ValueError:  # stopped by the progress callback
         parser.reset()  # else the next parse would resume this one
         log.debug("%s parse of %d bytes stopped after %.0f s", lang, len(data), PARSE_BUDGET_SECONDS)
@@ -451,7 +492,8 @@ def _slices(node: Node) -> list[tuple[int, int]]:
 
 def _matches(query: Query, node: Node) -> list[tuple[int, dict[str, list[Node]]]]:
     """QueryCursor.matches over `node`, slice by slice (see QUERY_SLICE_BYTES). A match is kept
-    in the slice its first captured node starts in, so one that spans slices is not repeated."""
+    in the slice its first captured node starts in, so one that spans slices is not repeated (a
+    slice also returns a match that starts in it and captures only nodes past its end)."""
     cursor = QueryCursor(query)
     slices = _slices(node)
     if len(slices) == 1:
@@ -461,7 +503,7 @@ def _matches(query: Query, node: Node) -> list[tuple[int, dict[str, list[Node]]]
         cursor.set_byte_range(lo, hi)
         for pattern, caps in cursor.matches(node):
             first = min((c.start_byte for nodes in caps.values() for c in nodes), default=lo)
-            if first >= lo or n == 0:
+            if (first >= lo or n == 0) and (first < hi or n == len(slices) - 1):
                 out.append((pattern, caps))
     return out
 
@@ -480,7 +522,11 @@ def _captures(query: Query, node: Node, name: str) -> list[Node]:
 
 
 def _name_text(node: Node, source: bytes | None = None) -> str:
-    raw = node_text(node, source).decode("utf-8", "replace")
+    return _clean_name(node_text(node, source))
+
+
+def _clean_name(raw_bytes: bytes) -> str:
+    raw = raw_bytes.decode("utf-8", "replace")
     # Qualified names (Shape::area, M.foo, obj:method) are tagged by their last part.
     for sep in ("::", ".", ":"):
         raw = raw.rsplit(sep, 1)[-1]
@@ -491,7 +537,7 @@ def _signature(node: Node, source: bytes) -> str:
     body = None
     for f in _BODY_FIELDS:
         cand = node.child_by_field_name(f)
-        if cand is not None and cand.type in _BODY_TYPES | {"function_definition", "arrow_function", "function_expression"}:
+        if cand is not None and cand.type in _BODY_OR_FUNCTION:
             body = cand
             break
     if body is None:
@@ -502,7 +548,8 @@ def _signature(node: Node, source: bytes) -> str:
     else:
         end = body.start_byte if body is not None else node.end_byte
         # A comment between the header and the body ("def f():  # why") is not signature.
-        name_end = (node.child_by_field_name("name") or node).end_byte if node.child_by_field_name("name") else node.start_byte
+        name = node.child_by_field_name("name")
+        name_end = name.end_byte if name is not None else node.start_byte
         for child in node.children:
             if child.type == "comment" and name_end <= child.start_byte < end:
                 end = child.start_byte
@@ -540,35 +587,63 @@ def _definitions_of(text: str, lang: str) -> tuple[Definition, ...]:
 def _definitions(text: str, lang: str, tree: Tree | None = None) -> list[Definition]:
     source = text.encode("utf-8", "replace")
     tree = tree or parse(source, lang)
-    if tree is None:
+    query = _def_query(lang)
+    if tree is None or query is None:
         return []
+    return [Definition(*d) for d in _raw_definitions(_matches(query, tree.root_node), source)]
+
+
+def _raw_definitions(matches: list[tuple[int, dict[str, list[Node]]]], source: bytes) -> list[tuple]:
+    """Definition's fields, in source order, of the definition patterns' `matches`. Two patterns
+    matching one node: the earlier pattern says its kind."""
     found: dict[tuple[int, int], tuple[Node, Node, str]] = {}
-    for query in _def_queries(lang):
-        for _, caps in _matches(query, tree.root_node):
-            name_nodes = caps.get("name")
-            kind, nodes = next(((k, v) for k, v in caps.items() if k != "name"), (None, None))
-            if not name_nodes or not nodes or kind is None:
-                continue
-            node = nodes[0]
-            key = (node.start_byte, node.end_byte)
-            if key not in found:
-                found[key] = (node, name_nodes[0], kind)
+    for _, caps in sorted(matches, key=lambda m: m[0]):  # stable: source order kept
+        name_nodes = caps.get("name")
+        kind, nodes = next(((k, v) for k, v in caps.items() if k != "name"), (None, None))
+        if not name_nodes or not nodes or kind is None:
+            continue
+        node = nodes[0]
+        key = (node.start_byte, node.end_byte)
+        if key not in found:
+            found[key] = (node, name_nodes[0], kind)
     items = sorted(found.values(), key=lambda t: (t[0].start_byte, -t[0].end_byte))
-    out: list[Definition] = []
+    out: list[tuple] = []
     stack: list[tuple[int, str]] = []  # (end byte, kind) of the enclosing definitions
     for node, name_node, kind in items:
         while stack and stack[-1][0] <= node.start_byte:
             stack.pop()
         if kind == "function" and stack and stack[-1][1] in CONTAINER_KINDS - {"module"}:
             kind = "method"
-        out.append(
-            Definition(
-                name=_name_text(name_node, source), kind=kind, line=node.start_point[0] + 1, end_line=node.end_point[0] + 1,
-                signature=_signature(node, source), depth=len(stack),
-            )
-        )
+        out.append((sys.intern(_name_text(name_node, source)), sys.intern(kind), node.start_point[0] + 1, node.end_point[0] + 1,
+                    _signature(node, source), len(stack)))
         stack.append((node.end_byte, kind))
     return out
+
+
+def tags(tree: Tree, source: bytes, lang: str) -> tuple[list[tuple], dict[str, int]]:
+    """A file's definitions (Definition's fields) and how often it references each name: what
+    `definitions` and `references` give (the counts in match order, not always the source order
+    `references` lists them in), from one pass of one query over `tree` (parsed from `source`)."""
+    entry = _tags_query(lang)
+    if entry is None:
+        query = _def_query(lang)
+        defs = _raw_definitions(_matches(query, tree.root_node), source) if query else []
+        return defs, dict(Counter(references(tree, lang)))
+    query, n_defs = entry
+    def_matches: list[tuple[int, dict[str, list[Node]]]] = []
+    refs_found: list[Node] = []
+    for match in _matches(query, tree.root_node):
+        if match[0] < n_defs:
+            def_matches.append(match)
+        else:
+            refs_found += match[1].get("ref", ())
+    # Each distinct text is cleaned once: a file references the same few names over and over.
+    counts = Counter([source[n.start_byte : n.end_byte] for n in refs_found])
+    refs: dict[str, int] = {}
+    for raw, n in counts.items():
+        name = sys.intern(_clean_name(raw))  # one object per name over a whole index build (marshal keeps it)
+        refs[name] = refs.get(name, 0) + n
+    return _raw_definitions(def_matches, source), refs
 
 
 def imports(text: str, lang: str, tree: Tree | None = None) -> list[str]:
@@ -625,17 +700,9 @@ def identifiers(tree: Tree, lang: str, start_line: int | None = None, end_line: 
 
 @cache
 def _ref_query(lang: str) -> Query | None:
-    language = _language(lang)
-    ok = []
-    for pattern in REF_PATTERNS.get(lang, []):
-        try:
-            Query(language, pattern)
-            ok.append(pattern)
-        except Exception:
-            log.debug("%s reference pattern not compiled: %s", lang, pattern, exc_info=True)
-            continue
+    ok = _compiling(lang, REF_PATTERNS.get(lang, []), "reference")
     try:
-        return Query(language, "\n".join(ok)) if ok else None
+        return Query(_language(lang), "\n".join(ok)) if ok else None
     except Exception:
         log.debug("%s reference query not compiled", lang, exc_info=True)
         return None

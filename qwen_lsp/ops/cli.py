@@ -12,9 +12,17 @@ import time
 import urllib.request
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 from qwen_lsp.llm import calllog
-from qwen_lsp.ops import doctor, llama_install, serve_local, serving, stats
+from qwen_lsp.ops import llama_install, serve_local, serving
 from qwen_lsp.settings import load_settings
+
+if TYPE_CHECKING:
+    from qwen_lsp.ops import doctor
+
+# `doctor` (the model client, openai) and `stats` (prometheus_client) are imported by their
+# commands only: building this parser is on the language server's start path.
 
 
 def add_model_command(sub: argparse._SubParsersAction) -> None:
@@ -126,6 +134,8 @@ def add_doctor(sub: argparse._SubParsersAction) -> None:
 
 
 def _doctor(args: argparse.Namespace) -> int:
+    from qwen_lsp.ops import doctor
+
     settings = load_settings(Path.cwd(), {"base_url": args.base_url})
     if args.json:
         checks = asyncio.run(doctor.run_doctor(settings))
@@ -141,6 +151,8 @@ def _doctor(args: argparse.Namespace) -> int:
 def _doctor_live(settings) -> list[doctor.Check]:
     """Each check printed as it completes; on a terminal a spinner names the one running."""
     from rich.console import Console
+
+    from qwen_lsp.ops import doctor
     from rich.text import Text
 
     console = Console(highlight=False)
@@ -171,6 +183,8 @@ def add_stats(sub: argparse._SubParsersAction) -> None:
 
 
 def _stats(args: argparse.Namespace) -> int:
+    from qwen_lsp.ops import stats
+
     settings = load_settings(Path.cwd())
     summary = stats.summarize(calllog.read(args.log or calllog.log_path(settings.cache_dir)))
     metrics = None

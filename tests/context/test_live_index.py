@@ -98,6 +98,8 @@ def test_the_map_is_memoised_until_something_changes(project: Path) -> None:
     assert live.repo_map(1024, focus_files=["app/views.py"]) is first
     assert live.graph() is graph
     live.set_text("app/billing.py", (project / "app/billing.py").read_text() + "\n# note\n")
+    assert live.graph() is graph  # a new version, referencing as before: the same graph
+    live.set_text("app/billing.py", (project / "app/billing.py").read_text() + "\n# note\nslugify('x')\n")
     assert live.graph() is not graph
 
 
@@ -145,6 +147,7 @@ def test_the_map_follows_edits_across_versions_and_ranks_again_only_when_the_gra
     live.load()
     first = live.repo_map(1024, focus_files=focus, exclude=focus)
     assert "app/models.py" in first and first == cold(project)
+    graph = live.graph()
     # A line added above the focus file's code: a new version, the same graph, the same map.
     edit("app/views.py", "# a note\n" + (project / "app/views.py").read_text())
     assert live.repo_map(1024, focus_files=focus, exclude=focus) == first == cold(project)
@@ -153,7 +156,8 @@ def test_the_map_follows_edits_across_versions_and_ranks_again_only_when_the_gra
     moved = live.repo_map(1024, focus_files=focus, exclude=focus)
     assert moved != first and moved == cold(project)
     assert len(rankings) == 1  # neither edit changed an edge of the graph
+    assert live.graph() is graph  # nor made a copy of it: the same object, version after version
     # A new reference from the focus file: the graph changes, the ranking is done again.
     edit("app/views.py", (project / "app/views.py").read_text() + "\n\ndef bill(o):\n    return o.total()\n")
     assert live.repo_map(1024, focus_files=focus, exclude=focus) == cold(project)
-    assert len(rankings) == 2
+    assert len(rankings) == 2 and live.graph() is not graph

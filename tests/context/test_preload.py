@@ -143,7 +143,7 @@ def test_the_main_language_queries_are_compiled_ahead(project: Path, tmp_path: P
         "from qwen_lsp.context import callsites, preload, treesitter\n"
         "from qwen_lsp.settings import Settings\n"
         "preload.preload(Path(sys.argv[1]), Settings(cache_dir=Path(sys.argv[2])))\n"
-        "print(sorted(callsites._queries.cache_info()[-1:] + treesitter._def_queries.cache_info()[-1:]))\n"
+        "print(sorted(callsites._queries.cache_info()[-1:] + treesitter._def_query.cache_info()[-1:]))\n"
     )
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     out = subprocess.run([sys.executable, "-c", script, str(project), str(tmp_path / "cache")], env=env, check=True,

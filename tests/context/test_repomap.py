@@ -49,13 +49,13 @@ def test_binaries_and_huge_files_are_skipped(project: Path) -> None:
 
 def test_tags_are_cached_by_mtime_and_size(project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[str] = []
-    real = repomap.extract_tags
+    real = repomap.raw_tags
 
     def counting(text: str, lang: str):
         calls.append(lang)
         return real(text, lang)
 
-    monkeypatch.setattr(repomap, "extract_tags", counting)
+    monkeypatch.setattr(repomap, "raw_tags", counting)
     cache = tmp_path / "cache"
     cold = build_index(project, cache_dir=cache)
     assert len(calls) == 5

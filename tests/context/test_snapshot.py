@@ -38,7 +38,7 @@ class Work:
         self.parsed: list[str] = []
         self.cache_opened = 0
         self.walks = 0
-        extract, open_cache, walk = repomap.extract_tags, repomap._open_cache, repomap._walk
+        extract, open_cache, walk = repomap.raw_tags, repomap._open_cache, repomap._walk
 
         def counting_extract(text: str, lang: str):
             self.parsed.append(text.splitlines()[0] if text else "")
@@ -52,7 +52,7 @@ class Work:
             self.walks += 1
             return walk(*args, **kwargs)
 
-        monkeypatch.setattr(repomap, "extract_tags", counting_extract)
+        monkeypatch.setattr(repomap, "raw_tags", counting_extract)
         monkeypatch.setattr(repomap, "_open_cache", counting_open)
         monkeypatch.setattr(repomap, "_walk", counting_walk)
 

@@ -3,6 +3,8 @@ chunk, a worker that dies costs nothing but time, and a workspace's own modules 
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 import pytest
@@ -79,3 +81,39 @@ def test_a_snapshot_replaced_before_it_is_read_back_means_a_build_with_the_tags_
     monkeypatch.setattr(repomap, "_read_back", lambda *args: None)  # as if another process had written meanwhile
     built = build_index(workspace, cache_dir=tmp_path / "cache")
     assert built.files == build_index(workspace).files
+
+
+def test_a_first_build_keeps_its_tags_in_the_snapshot_only_and_a_small_one_per_file_too(workspace, tmp_path, monkeypatch):
+    from qwen_lsp.context import repomap
+
+    def per_file_entries(cache: Path) -> int:
+        store = repomap._open_cache(cache)
+        assert store is not None
+        try:
+            return len(store)
+        finally:
+            store.close()
+
+    def age(path: Path) -> None:  # older than the snapshot's racy window: its stamp is trusted
+        os.utime(path, ns=(time.time_ns() - 60 * 10**9,) * 2)
+
+    monkeypatch.setattr(repomap, "READ_BACK_MIN", 10)
+    for path in [*workspace.rglob("*"), workspace]:
+        age(path)
+    first = tmp_path / "first"
+    build_index(workspace, cache_dir=first)
+    assert per_file_entries(first) == 0  # 152 files parsed: all of them in the snapshot, nowhere else
+    (workspace / "pkg" / "mod3.py").write_text(MODULE.format(n=333))
+    age(workspace / "pkg" / "mod3.py")
+    again = build_index(workspace, cache_dir=first)
+    assert per_file_entries(first) == 1  # the one file parsed again is cached for when it comes back
+    assert [d.name for d in again.files["pkg/mod3.py"].defs] == ["f333", "C333", "m"]
+
+
+def test_packed_tags_are_the_tags_marshalled(workspace):
+    rels = list_files(workspace)
+    plain = tagpool.tag_files(str(workspace), rels, workers=0)
+    for workers in (0, 2):
+        packed = tagpool.tag_files(str(workspace), rels, workers=workers, packed=True)
+        assert all(v is None or isinstance(v, bytes) for v in packed.values())
+        assert {rel: tagpool.unpack(v) for rel, v in packed.items()} == plain

@@ -1,0 +1,37 @@
+"""The reference graph of a live index after an edit inside bodies (ranking.update_graph): the
+changed files' rows replaced where they were, the same arrays a whole rebuild gives."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from qwen_lsp.context.ranking import build_graph, update_graph
+from qwen_lsp.context.repomap import FileTags, _index_from
+from qwen_lsp.context.treesitter import Definition
+
+
+def _tags(defines: list[str], refs: dict[str, int]) -> FileTags:
+    return FileTags([Definition(n, "function", i + 1, i + 1, f"def {n}()", 0) for i, n in enumerate(defines)], Counter(refs))
+
+
+def test_updating_the_changed_files_rows_gives_the_rebuilt_graph() -> None:
+    names = [f"name_{k}" for k in range(12)]
+    files = {f"m{i:02d}.py": _tags(names[i % 12 : i % 12 + 1], {names[(i * 5 + j) % 12]: 1 + j for j in range(4)})
+             for i in range(30)}
+    graph = build_graph(_index_from(dict(files)))
+    assert np.all(np.diff(graph.src) >= 0)  # rows sorted by referrer: what the update relies on
+    # Same names referenced and defined (the shape), other counts: the first, a middle and the last file.
+    changed = ["m00.py", "m13.py", "m29.py"]
+    edited = dict(files)
+    for rel in changed:
+        old = files[rel]
+        edited[rel] = _tags([d.name for d in old.defs], {name: 7 * n for name, n in old.refs.items()})
+    index = _index_from(edited)
+    updated, rebuilt = update_graph(graph, index, changed), build_graph(index)
+    for column in ("src", "dst", "name", "weight"):
+        assert np.array_equal(getattr(updated, column), getattr(rebuilt, column)), column
+    assert not np.array_equal(updated.weight, graph.weight)
+    # A file "changed" without any change: the same rows.
+    assert np.array_equal(update_graph(graph, _index_from(dict(files)), ["m05.py"]).src, graph.src)

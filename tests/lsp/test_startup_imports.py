@@ -1,0 +1,35 @@
+"""The language server's start path (the command line with no subcommand, then the server module)
+imports neither the model client nor the operator commands' dependencies: they are loaded after
+`ready` (engine_thread.preload) or by the commands that need them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_servers_start_path_leaves_the_model_client_and_the_operator_commands_for_later() -> None:
+    script = (
+        "import json, sys\n"
+        "from qwen_lsp import cli\n"
+        "parser = cli.build_parser()\n"
+        "assert parser.parse_args([]).handler is cli.serve\n"
+        "from qwen_lsp.lsp.server import create_server\n"
+        "create_server()\n"
+        "print(json.dumps(sorted(m for m in ('openai', 'prometheus_client', 'qwen_lsp.llm.client', "
+        "'qwen_lsp.ops.doctor', 'qwen_lsp.ops.stats', 'qwen_lsp.engine.loop') if m in sys.modules)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, check=True, capture_output=True, text=True).stdout
+    assert json.loads(out) == []
+
+
+def test_the_operator_commands_are_still_there() -> None:
+    from qwen_lsp import cli
+
+    parser = cli.build_parser()
+    for command in ("doctor", "stats", "model-command", "serve-local"):
+        assert parser.parse_args([command]).command == command
