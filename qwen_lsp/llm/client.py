@@ -37,7 +37,8 @@ SERVER_HINT = (
     "Start one with: vllm serve Qwen/Qwen3.6-27B --max-model-len 262144 --reasoning-parser qwen3 "
     "--enable-auto-tool-choice --tool-call-parser qwen3_coder --enable-prompt-tokens-details  (a big GPU), "
     "or qwen-lsp serve-local "
-    "--model FILE.gguf  (llama.cpp; CPU, Mac or a small GPU); or set QWEN_LSP_BASE_URL"
+    "--model FILE.gguf  (llama.cpp; CPU, Mac or a small GPU; `serve-local --install` with no model serves a 135M "
+    "smoke-test model that checks the wiring and fixes no real bug); or set QWEN_LSP_BASE_URL"
 )
 
 

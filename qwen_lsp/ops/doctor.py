@@ -56,7 +56,8 @@ def _user(text: str) -> list[dict]:
 
 
 SERVE_HINT = ("`qwen-lsp model-command --gpu-memory-gib N` prints the vllm serve command for your GPUs; "
-              "without one: qwen-lsp serve-local --model FILE.gguf (README)")
+              "without one: qwen-lsp serve-local --model FILE.gguf, or --install with no model for the 135M "
+              "smoke-test model (README)")
 PROBES = {"thinking": "_thinking", "non-thinking": "_non_thinking", "tool calls": "_tools",
           "structured outputs": "_structured", "prefix caching": "_cached_tokens_and_prefix"}
 
