@@ -82,6 +82,27 @@ class _Parsed:
         self._defs = defs
         self._members: dict[tuple[int, int, int], dict[str, list[Definition]]] = {}
         self._dispatches: dict[tuple[int, int, bool], list[Dispatch]] = {}
+        self._sites: dict[tuple[int, int], list[Site]] = {}
+        self._top: dict[str, list[Definition]] | None = None
+
+    def call_sites(self, start: int, end: int) -> list[Site]:
+        """callsites.call_sites of lines start..end, kept with the parse (a warm walk expands the same bodies)."""
+        key = (start, end)
+        found = self._sites.get(key)
+        if found is None:
+            found = self._sites[key] = (call_sites(self.tree, self.lang, start, end)
+                                        if self.tree is not None and self.lang is not None else [])
+        return found
+
+    def top(self, name: str) -> list[Definition]:
+        """The file's top-level definitions named `name` (a table built once per parse)."""
+        if self._top is None:
+            table: dict[str, list[Definition]] = {}
+            for d in self.defs:
+                if d.depth == 0:
+                    table.setdefault(d.name, []).append(d)
+            self._top = table
+        return self._top.get(name, [])
 
     def dispatches(self, start: int, end: int, strings: bool) -> list[Dispatch]:
         """dispatch.dispatches of lines start..end, kept with the parse (a warm walk asks again)."""
@@ -244,6 +265,7 @@ class CalleeWalk:
         self._inherited: dict[tuple[str, int, str], list[tuple[str, Definition]]] = {}
         self._stem_table: dict[str, list[str]] | None = None
         self._class_names: dict[str, tuple[FileTags, dict[int, str]]] = {}  # path -> (tags, def line -> its class)
+        self._module_paths: dict[tuple[str, str], list[str]] = {}
         self.words: frozenset[str] = frozenset()  # words of the failure (its test, its message): rank a family
 
     # -- files -------------------------------------------------------------------------------
@@ -264,7 +286,14 @@ class CalleeWalk:
         return _Parsed(path, text, language_for(path), list(tags.defs) if tags is not None else None)
 
     def module_paths(self, importer: str, module: str) -> list[str]:
-        """Files of the workspace that `module` (imported from `importer`) may be."""
+        """Files of the workspace that `module` (imported from `importer`) may be (memoised per walk)."""
+        key = (importer, module)
+        found = self._module_paths.get(key)
+        if found is None:
+            found = self._module_paths[key] = self._find_module_paths(importer, module)
+        return found
+
+    def _find_module_paths(self, importer: str, module: str) -> list[str]:
         if language_for(importer) in JS_LANGS:
             return [c for c in js_module_candidates(importer, module) if c in self.index.files][:1]
         if self._modules is None:
@@ -277,7 +306,7 @@ class CalleeWalk:
 
     def _top(self, path: str, name: str) -> list[tuple[str, Definition]]:
         p = self.parsed(path)
-        return [(path, d) for d in p.defs if d.name == name and d.depth == 0] if p is not None else []
+        return [(path, d) for d in p.top(name)] if p is not None else []
 
     def _imported(self, importer: str, b: Binding, hops: int = 0) -> list[tuple[str, Definition]]:
         if b.name is None or hops > 4:  # re-exports of re-exports, or a cycle of them
@@ -371,7 +400,7 @@ class CalleeWalk:
         if p.lang in JS_LANGS and (found := self._resolve_js(p, site)) is not None:
             return found
         if recv is None:
-            if local := [(p.path, d) for d in p.defs if d.name == name and d.depth == 0]:
+            if local := [(p.path, d) for d in p.top(name)]:
                 return local
             if caller is not None and (inner := [(p.path, d) for d in p.defs if d.name == name
                                                  and caller.line < d.line <= caller.end_line]):
@@ -409,7 +438,7 @@ class CalleeWalk:
         out: list[tuple[str, Definition]] = []
         if p is not None and p.tree is not None and p.lang is not None:
             end = cls.line + max(0, cls.signature.count("\n"))
-            for site in call_sites(p.tree, p.lang, cls.line, end):
+            for site in p.call_sites(cls.line, end):
                 if site.kind == "base" or (p.lang in JS_LANGS and site.line == cls.line):
                     out += [t for t in self.resolve(p, None, Site(site.name, site.receiver, "call", site.line))
                             if t[1].kind in CONTAINER_KINDS and (t[0], t[1].line) != key]
@@ -596,7 +625,7 @@ class CalleeWalk:
             cls = p.classes_of(d)
             who = f"{path} {d.name}"
             resolved = [(site, [t for t in self.resolve(p, cls, site, d) if (t[0], t[1].line) != key])
-                        for site in call_sites(p.tree, p.lang, _decorated_start(p.lines, d.line), d.end_line)]
+                        for site in p.call_sites(_decorated_start(p.lines, d.line), d.end_line)]
             # Classes this body constructs: `x = Choice(); x.convert()` means Choice.convert.
             new = {(tp, td) for _, ts in resolved for tp, td in ts if td.kind in CONTAINER_KINDS and td.name not in self.classes}
             if new:
@@ -686,6 +715,8 @@ class CalleeWalk:
     def _without_overloads(self, targets: list[tuple[str, Definition]]) -> list[tuple[str, Definition]]:
         """One definition per (file, class, name): `@overload` stubs come before the implementation, and
         a redefinition replaces the earlier one at run time; either way the last one runs."""
+        if len({(path, d.name) for path, d in targets}) == len(targets):
+            return targets  # no name twice in a file: nothing to drop (and no class to look up)
         last: dict[tuple[str, str | None, str], tuple[str, Definition]] = {}
         for path, d in targets:
             key = (path, self._class_name(path, d), d.name)
@@ -829,7 +860,7 @@ def render_callees(walk: CalleeWalk, callees: list[Callee], budget: int, shown: 
             body = elide_docstrings(p.lines, p.tree, p.lang, c.start, d.end_line)
             what = "whole"
             if c.depth > 0 and not c.via.startswith("changed") and d.end_line - c.start + 1 > LONG_BODY_LINES \
-                    and count_tokens(body) > budget // 4:  # it would crowd out shorter bodies ranked below it
+                    and len(body) > budget // 4 and count_tokens(body) > budget // 4:  # (fewer characters: fewer tokens)  # it would crowd out shorter bodies ranked below it
                 part = _touched_part(body.splitlines(), walk.words | reached_names - {d.name.lower()})
                 if part is not None:
                     body, what = part, "the part the failure's names touch, … marks lines left out"
