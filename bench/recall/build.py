@@ -103,7 +103,7 @@ BIG_PACKAGES = [
         "test/test_parsers/test_rst/test_tables.py", "test/test_parsers/test_rst/test_footnotes.py",
         "test/test_parsers/test_rst/test_section_headers.py", "test/test_writers/test_html5_polyglot_parts.py",
         "test/test_transforms/test_footnotes.py")),
-    Package("markdown", "3.7", "markdown", ("tests/test_apis.py", "tests/test_syntax/inline",
+    Package("markdown", "3.7", "markdown", ("tests/test_syntax/inline", "tests/test_syntax/blocks",
                                            "tests/test_syntax/extensions/test_tables.py",
                                            "tests/test_syntax/extensions/test_abbr.py")),
     Package("pygments", "2.18.0", "pygments", ("tests/test_html_formatter.py", "tests/test_regexlexer.py",

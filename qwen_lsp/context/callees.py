@@ -263,6 +263,7 @@ class CalleeWalk:
         self._reached_keys: set[tuple[str, int]] = set()
         self._bases: dict[tuple[str, int], list[tuple[str, Definition]]] = {}
         self._inherited: dict[tuple[str, int, str], list[tuple[str, Definition]]] = {}
+        self._derives: dict[tuple[str, int, tuple[str, int]], bool] = {}
         self._stem_table: dict[str, list[str]] | None = None
         self._class_names: dict[str, tuple[FileTags, dict[int, str]]] = {}  # path -> (tags, def line -> its class)
         self._module_paths: dict[tuple[str, str], list[str]] = {}
@@ -393,9 +394,10 @@ class CalleeWalk:
         name, recv = site.name, site.receiver
         if recv in ("self", "cls", "this", "super()"):
             if cls is not None and recv != "super()" and (own := p.members(cls, name)):
-                return [(p.path, d) for d in own]
+                # a template method: `self._deserialize()` in Field runs TimeDelta's when the walk reached it
+                return [(p.path, d) for d in own] + self.overrides(p.path, cls, name)
             if cls is not None and (inherited := self.inherited(p.path, cls, name)):
-                return inherited
+                return inherited + (self.overrides(p.path, cls, name) if recv != "super()" else [])
             return self._global(name, methods=True)  # inherited: which base is a guess
         if p.lang in JS_LANGS and (found := self._resolve_js(p, site)) is not None:
             return found
@@ -467,6 +469,29 @@ class CalleeWalk:
         self._inherited[key] = found
         return found
 
+    def derives(self, path: str, cls: Definition, base: tuple[str, int], hops: int = 0) -> bool:
+        """Whether class `cls` (in `path`) has the class at `base` (path, line) among its bases, a few hops up."""
+        if hops > 5:
+            return False
+        key = (path, cls.line, base)
+        if key not in self._derives:
+            self._derives[key] = False  # a cycle of bases ends here
+            self._derives[key] = any((bp, b.line) == base or self.derives(bp, b, base, hops + 1)
+                                     for bp, b in self.bases(path, cls))
+        return self._derives[key]
+
+    def overrides(self, path: str, cls: Definition, name: str) -> list[tuple[str, Definition]]:
+        """`name` as the classes the walk reached that derive from `cls` define it (late binding:
+        what `self.name()` in cls runs for such an object)."""
+        out: list[tuple[str, Definition]] = []
+        for rpath, rc in self.class_defs[:MAX_CLASS_CHECKS]:
+            if (rpath, rc.line) == (path, cls.line) or (rp := self.parsed(rpath)) is None:
+                continue
+            own = rp.member_map(rc).get(name)
+            if own and self.derives(rpath, rc, (path, cls.line)):
+                out += [(rpath, d) for d in own]
+        return out
+
     def reach_class(self, path: str, d: Definition) -> None:
         """A class the walk reached: its methods win an ambiguous `x.m()`, its dunders are what
         operators on its objects run, and so are its bases'."""
@@ -490,16 +515,23 @@ class CalleeWalk:
                         found += [(path, m) for m in cp.members(c, name)] or self.inherited(path, c, name)
             return list(dict.fromkeys(found))
         if disp.kind == "family":
-            prefix = disp.names[0]
-            owners = ([(p.path, cls)] if cls is not None else []) + list(self.class_defs)
+            prefix, suffix = disp.names[0], disp.names[1] if len(disp.names) > 1 else ""
+
+            def member(name: str) -> bool:
+                if prefix or suffix:
+                    return name.startswith(prefix) and name.endswith(suffix) and name not in (prefix, suffix)
+                return not name.startswith("__") and name != caller.name  # any method: getattr(self, name)
+
+            # a bare name picks among the enclosing class's own methods only (its family is all of them)
+            owners = ([(p.path, cls)] if cls is not None else []) + (list(self.class_defs) if prefix or suffix else [])
             found = []
             for path, c in owners[:MAX_CLASS_CHECKS]:
                 cp = self.parsed(path)
                 if cp is not None:
-                    found += [(path, m) for m in cp.defs if m.name.startswith(prefix) and m.name != prefix
-                              and c.line < m.line <= c.end_line and m.depth == c.depth + 1]
-            if cls is None:  # a module-level dispatcher: functions of the file with the prefix
-                found += [(p.path, m) for m in p.defs if m.depth == 0 and m.name.startswith(prefix) and m.name != prefix]
+                    found += [(path, m) for name, ms in cp.member_map(c).items() if member(name) for m in ms
+                              if m.kind not in CONTAINER_KINDS]
+            if cls is None and (prefix or suffix):  # a module-level dispatcher: functions of the file in the family
+                found += [(p.path, m) for m in p.defs if m.depth == 0 and member(m.name)]
             return list(dict.fromkeys(found))
         if disp.kind == "table":
             return self._table_targets(p, cls, disp.names[0], caller)
@@ -706,7 +738,9 @@ class CalleeWalk:
             return [1.0] * len(targets)
         out = []
         for _, d in targets:
-            parts = {w.lower() for w in re.findall(r"[A-Za-z][a-z0-9]*|[A-Z]+(?![a-z])", d.name) if len(w) >= 3}
+            # CamelCase and snake_case parts; an all-caps name (pyflakes' IMPORTFROM) is one word
+            parts = {w.lower() for w in re.findall(r"[A-Za-z][a-z0-9]*|[A-Z]+(?![a-z])",
+                                                   d.name.lower() if d.name.isupper() else d.name) if len(w) >= 3}
             whole = d.name.strip("_").lower().replace("_", "")
             out.append(1.0 if whole in self.words or any(part.lower() in self.words for part in parts
                                                           if part.lower() not in _COMMON_PARTS) else 0.25)
