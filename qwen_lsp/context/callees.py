@@ -685,7 +685,9 @@ class CalleeWalk:
                 targets = [t for t in self.dispatch_targets(p, cls, disp, d) if (t[0], t[1].line) != key]
                 if not targets:
                     continue
-                weights = self._worded(targets)
+                # a family's own affix (`_sql` of every `*_sql`) says nothing about which member runs
+                weights = self._worded(targets, frozenset(w for n in disp.names for w in words_of(n))
+                                       if disp.kind == "family" else frozenset())
                 if len(targets) > MAX_DISPATCH_TARGETS:  # the best-worded first, then in source order
                     best = sorted(range(len(targets)), key=lambda i: -weights[i])[:MAX_DISPATCH_TARGETS]
                     targets, weights = [targets[i] for i in sorted(best)], [weights[i] for i in sorted(best)]
@@ -731,7 +733,7 @@ class CalleeWalk:
                     if td.kind in CONTAINER_KINDS:
                         self.reach_class(tp, td)
 
-    def _worded(self, targets: list[tuple[str, Definition]]) -> list[float]:
+    def _worded(self, targets: list[tuple[str, Definition]], affix: frozenset[str] = frozenset()) -> list[float]:
         """Weights of dispatch targets: a name the failure's words spell (`visit_Struct` when the test
         says struct) counts more than the rest of its family."""
         if not self.words:
@@ -743,7 +745,7 @@ class CalleeWalk:
                                                    d.name.lower() if d.name.isupper() else d.name) if len(w) >= 3}
             whole = d.name.strip("_").lower().replace("_", "")
             out.append(1.0 if whole in self.words or any(part.lower() in self.words for part in parts
-                                                          if part.lower() not in _COMMON_PARTS) else 0.25)
+                                                          if part.lower() not in _COMMON_PARTS | affix) else 0.25)
         return out
 
     def _without_overloads(self, targets: list[tuple[str, Definition]]) -> list[tuple[str, Definition]]:

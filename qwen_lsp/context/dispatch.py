@@ -184,14 +184,14 @@ def dispatches(tree: Tree, lang: str, start_line: int, end_line: int, *, strings
 
 def _family(obj: Node, name: Node, source: bytes | None) -> tuple[str, ...]:
     """What a getattr's built name says of the methods it may pick: (prefix,) for `"visit_" + kind`,
-    ("", suffix) for f"{key}_sql", ("", "") for a bare name on self or cls (pyflakes'
+    ("", suffix) for f"{key}_sql", ("", "") for any other name built on self or cls (pyflakes'
     `getattr(self, node_class.__name__.upper())`: any method of the class); () for nothing to go on."""
     text = " ".join(_text(name, source).split())
     if m := _PREFIX.match(text):
         return (m.group(1),)
     if m := _SUFFIX.search(text):
         return ("", next(g for g in m.groups() if g))
-    if name.type == "identifier" and _text(obj, source) in ("self", "cls"):
+    if name.type != "string" and _text(obj, source) in ("self", "cls"):
         return ("", "")
     return ()
 
