@@ -44,8 +44,8 @@ def _getattr_affixes(tree: ast.AST) -> tuple[set[str], set[str]]:
         elif isinstance(name, ast.BinOp) and isinstance(name.op, ast.Mod) and isinstance(name.left, ast.Constant):
             text = str(name.left.value)
             head, _, tail = text.partition("%s")
-            prefixes.add(head) if head else None
-            suffixes.add(tail) if tail else None
+            prefixes.add(head)
+            suffixes.add(tail)
         elif isinstance(name, ast.JoinedStr) and name.values:
             first, last = name.values[0], name.values[-1]
             if isinstance(first, ast.Constant):
