@@ -781,6 +781,11 @@ class CalleeWalk:
         return around[1]
 
     def _class_name(self, path: str, d: Definition) -> str | None:
+        if d.depth == 0:
+            return None
+        tags = self.index.files.get(path)
+        if tags is not None:  # the walk's definitions of a file are its tags' (see _parse): no scan of them
+            return self._class_of(path, tags).get(d.line)
         p = self.parsed(path)
         c = p.classes_of(d) if p is not None and d.depth > 0 else None
         return c.name if c is not None else None
