@@ -8,6 +8,8 @@ function, or "deep" (two or more calls down). Each case is run in three git repo
     uncommitted  the mutation is an edit in the working tree
     latest       the mutation is the latest commit
     old          the mutation's commit is followed by four commits touching other files
+    imported     (only with --variants) the mutation is in the import commit itself, followed by the
+                 same four: no commit points at it
 
 In each, qfix runs as a user runs it, `qfix --json --dry-run -- python -m pytest -x TEST`, against
 the vLLM test double (in this process; it answers the plan and then `finish`, so nothing changes).
@@ -28,11 +30,16 @@ Sdists, the packages' test venv and the repositories live in ~/.cache/qwen-lsp-b
 >= 75% old, callee cases (direct + deep) >= 70% in every variant, median prompt <= 12k tokens.
 
     .venv/bin/python bench/bench_recall.py --corpus dispatch js --variants old    # issue 34's corpora
+    .venv/bin/python bench/bench_recall.py --corpus dispatch-big --variants old   # the harder one
 
 Issue 34's corpora (--corpus dispatch, js): six packages whose code is reached through dispatch
 (recall/manifest_dispatch.json) and a JavaScript project tested with `node --test`
 (recall/jsproject, recall/manifest_js.json; a case then runs its own command, `node --test FILE`).
 Goals there, old variant: >= 85% overall, >= 75% away from the traceback, >= 80% JavaScript.
+--corpus dispatch-big (recall/manifest_dispatch_big.json, build.py --corpus dispatch-big): seven more
+packages, each mutation in a module too long for the files section to show whole, in a function
+reached through a dunder, a getattr visitor, a handler table or registry, a name given as a string,
+or four and more calls below the test (the report adds recall by shape).
 """
 
 from __future__ import annotations
@@ -66,10 +73,14 @@ from qwen_lsp.llm.tokens import count_tokens  # noqa: E402
 from tests.vllm_double import Reply, VLLMDouble  # noqa: E402
 
 VARIANTS = ("uncommitted", "latest", "old")
+# imported: the mutation is in the package's first commit (four later commits touch other files), so no
+# commit points at it: a bug older than the history shown (the old variant's commit is still the last
+# one to touch the mutated file, and the changes section shows it)
+ALL_VARIANTS = (*VARIANTS, "imported")
 JS_PROJECT = ROOT / "bench" / "recall" / "jsproject"
 # --corpus: the manifests of bench/recall (default: issue 24's packages; dispatch and js: issue 34's)
 CORPORA = {"default": MANIFEST, "dispatch": MANIFEST.parent / "manifest_dispatch.json",
-           "js": MANIFEST.parent / "manifest_js.json"}
+           "dispatch-big": MANIFEST.parent / "manifest_dispatch_big.json", "js": MANIFEST.parent / "manifest_js.json"}
 DISTANCES = ("frame", "direct", "deep")
 PLAN = {"hypotheses": ["bench"], "evidence": [], "steps": ["none"], "verify_command": None}
 GIT_ENV = {"GIT_AUTHOR_NAME": "Dev", "GIT_AUTHOR_EMAIL": "dev@example.com", "GIT_COMMITTER_NAME": "Dev",
@@ -142,8 +153,11 @@ def make_variant(case: dict, variant: str, dest: Path) -> Path:
     path.write_text(apply(path.read_text(encoding="utf-8"), mutation(case)), encoding="utf-8")
     if variant == "uncommitted":
         return dest
-    git(dest, "commit", "-qam", f"Update {Path(case['file']).name}", date=1)
-    if variant == "old":
+    if variant == "imported":
+        git(dest, "commit", "-qa", "--amend", "--no-edit", date=0)
+    else:
+        git(dest, "commit", "-qam", f"Update {Path(case['file']).name}", date=1)
+    if variant in ("old", "imported"):
         for i, other in enumerate(dict.fromkeys(others(dest, case, 4)), start=2):
             target = dest / other
             comment = ("\n.. revised\n" if other.endswith(".rst") else "\n<!-- revised -->\n" if other.endswith(".md")
@@ -331,6 +345,11 @@ def report(results: list[dict], variants: list[str]) -> None:
         callee = [r for r in rows if r["distance"] != "frame"]
         print(f"   by distance: {by_distance}   callee (direct+deep) "
               f"{pct(sum(1 for r in callee if r.get('found')), len(callee))}")
+        shapes = sorted({r["shape"] for r in rows if "shape" in r})
+        if shapes:  # --corpus dispatch-big: how the mutated function is reached (recall/shapes.py)
+            print("   by shape: " + "   ".join(
+                f"{s} {pct(sum(1 for r in rows if r.get('shape') == s and r.get('found')), sum(1 for r in rows if r.get('shape') == s))}"
+                for s in shapes))
         named = sum(1 for r in rows if r.get("file_named"))
         print(f"   file path named in the prompt: {pct(named, len(rows))}")
         packages = sorted({r["package"] for r in rows})
@@ -351,7 +370,7 @@ def main(argv: list[str] | None = None) -> int:
                     "JavaScript project tested with node --test (issue 34)")
     ap.add_argument("--limit", type=int, help="only the first N cases (taken round-robin over packages)")
     ap.add_argument("--cases", nargs="*", help="only these case ids")
-    ap.add_argument("--variants", nargs="*", choices=VARIANTS, default=list(VARIANTS))
+    ap.add_argument("--variants", nargs="*", choices=ALL_VARIANTS, default=list(VARIANTS))
     ap.add_argument("--jobs", type=int, default=1, help="qfix runs at once (the machine is shared: keep it low)")
     ap.add_argument("--timeout", type=float, default=300, help="seconds per qfix run")
     ap.add_argument("--fresh-process", action="store_true", help="a new qfix process per run (slower: it "
@@ -382,7 +401,7 @@ def main(argv: list[str] | None = None) -> int:
                 if kept.exists():
                     r["found"] = found(by_id[r["id"]], kept.read_text(encoding="utf-8"))
         print(f"{len({r['id'] for r in rows})} cases of {' '.join(map(str, manifests))} in {len(args.report)} saved run(s)")
-        report(rows, [v for v in VARIANTS if v in args.variants])
+        report(rows, [v for v in ALL_VARIANTS if v in args.variants])
         return 0
 
     jobs = [(c, v) for c in cases for v in args.variants]
@@ -408,13 +427,14 @@ def main(argv: list[str] | None = None) -> int:
                 drivers.append(local.driver)
         # a directory of its own per run, named without the variant (the path is in the prompt)
         repo = make_variant(case, variant,
-                            CACHE / "runs" / str(os.getpid()) / f"{case['id']}.{VARIANTS.index(variant)}" / case["package"])
+                            CACHE / "runs" / str(os.getpid()) / f"{case['id']}.{ALL_VARIANTS.index(variant)}" / case["package"])
         try:
             result = run_qfix(args.python, repo, case, local.double, args.timeout, args.prompts, variant, local.driver,
                               args.checkout)
         finally:
             shutil.rmtree(repo, ignore_errors=True)
-        row = {"id": case["id"], "package": case["package"], "distance": case["distance"], "variant": variant, **result}
+        row = {"id": case["id"], "package": case["package"], "distance": case["distance"], "variant": variant,
+               **({"shape": case["shape"]} if "shape" in case else {}), **result}
         mark = "✓" if row.get("found") else "✗"
         print(f"{mark} {case['id']:<20} {variant:<11} {case['distance']:<6} {row.get('tokens', '-'):>6} tok "
               f"{row['seconds']:>5}s" + (f"  {row['error'][:120]!r}" if "error" in row else ""), flush=True)

@@ -199,10 +199,11 @@ async def bench(django: Path, rounds: int, pauses: list[float]) -> None:
         double.wait()
 
 
-def assembly_cpu(root: Path, files: list[str], rounds: int) -> list[float]:
+def assembly_cpu(root: Path, files: list[str], rounds: int, reached: list[float] | None = None) -> list[float]:
     """CPU seconds of each warm at-once assembly, in this process: the live index of `root`, the same
     edits and terminal failures as a fix round, `prompt.assemble` called directly (what a resolve at
-    0 s waits for, without the server around it; steadier than wall time on a shared machine)."""
+    0 s waits for, without the server around it; steadier than wall time on a shared machine).
+    `reached`: gets the CPU seconds of the callee walk and its sections (prompt.reached_sections) in each."""
     from qwen_lsp.context import prompt
     from qwen_lsp.context.index import WorkspaceIndex
     from qwen_lsp.engine.prompts import SYSTEM
@@ -217,6 +218,17 @@ def assembly_cpu(root: Path, files: list[str], rounds: int) -> list[float]:
         buffers = {rel: (root / rel).read_text() for rel in files}
         edits: dict[str, int] = {}
         cpu: list[float] = []
+        walked: list[float] = []
+        inner = prompt.reached_sections
+
+        def timed(*args, **kwargs):
+            started = time.process_time()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                walked.append(time.process_time() - started)
+
+        prompt.reached_sections = timed
         for round_no in range(rounds + 1):
             for rel, line in targets(root, files):
                 edits[rel] = edits.get(rel, 0) + 1
@@ -226,9 +238,13 @@ def assembly_cpu(root: Path, files: list[str], rounds: int) -> list[float]:
                           f"    x()\nRuntimeError: bench failure {round_no} in {rel}\n")
                 task = Task.for_command("python -m bench", 1, output, "")
                 started = time.process_time()
+                walked.clear()
                 prompt.assemble(task, root, settings, system=SYSTEM, tools=TOOLS, read_file=buffers.get, live=live)
                 if round_no > 0:
                     cpu.append(time.process_time() - started)
+                    if reached is not None:
+                        reached.extend(walked)
+        prompt.reached_sections = inner
         return cpu
 
 
@@ -246,9 +262,14 @@ def main() -> None:
         if not args.django:
             git_init(django)
         if args.assembly_only:
-            median, p95 = summary(assembly_cpu(django, DJANGO_FILES, args.rounds))
+            walked: list[float] = []
+            median, p95 = summary(assembly_cpu(django, DJANGO_FILES, args.rounds, walked))
             print(f"at-once assembly on Django, in-process CPU ({args.rounds} warm rounds x 8 failures): "
                   f"median {median:.1f} ms, p95 {p95:.1f} ms")
+            w_median, w_p95 = summary(walked)
+            print(f"  of which the callee walk and its sections (prompt.reached_sections): "
+                  f"median {w_median:.1f} ms, p95 {w_p95:.1f} ms")
+            figure("assembly reached_sections CPU p95, django", w_p95, "ms")
             figure("assembly CPU median, django", median, "ms")
             figure("assembly CPU p95, django", p95, "ms")
             return

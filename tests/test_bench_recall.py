@@ -138,3 +138,72 @@ def test_javascript_mutants_differ_on_one_line_outside_strings_and_are_scored() 
     code, _other = function_lines(source, 3, 7)
     assert [t for _, t in code] == ["function cmp(a, b) {", "if (a < b) return -1;", "return a > b ? 1 : 0;", "}"]
     assert shown("```js\n" + source + "```\n", code, 5)
+
+
+def test_shapes_name_how_a_function_is_reached_without_a_plain_call() -> None:
+    from bench.recall.shapes import shapes
+
+    module = '''\
+HANDLERS = {"add": on_add, "drop": Ops.on_drop}
+__all__ = ["Plain"]
+
+
+def on_add(x):
+    return x
+
+
+class Ops:
+    def on_drop(self, x):
+        return x
+
+
+class Visitor:
+    def visit(self, node):
+        return getattr(self, "visit_" + node.kind)(node)
+
+    def visit_Name(self, node):
+        return node
+
+    def NAME(self, node):
+        return node
+
+    def __eq__(self, other):
+        return True
+
+    def __init__(self):
+        self.mode = "strict"
+
+
+class Gen:
+    def gen(self, e):
+        return getattr(self, f"{e.key}_sql")(e)
+
+    def column_sql(self, e):
+        return e
+
+
+class Plain:
+    def strict(self):
+        return 1
+
+    def helper(self):
+        return 2
+
+
+registry.register(Plain(), "plain")
+'''
+    got = shapes({"m.py": module})
+    assert got[("m.py", "on_add")] == "table"
+    assert got[("m.py", "Ops.on_drop")] == "table"
+    assert got[("m.py", "Visitor.visit_Name")] == "visitor"
+    assert got[("m.py", "Visitor.NAME")] == "visitor"  # pyflakes' upper-case handlers
+    assert got[("m.py", "Gen.column_sql")] == "visitor"
+    assert got[("m.py", "Visitor.__eq__")] == "dunder"
+    assert ("m.py", "Visitor.__init__") not in got  # a constructor is called by its class's name
+    assert ("m.py", "Visitor.visit") not in got and ("m.py", "Gen.gen") not in got
+    # Plain is handed to register() as a new instance: its methods run from the registry
+    assert got[("m.py", "Plain.helper")] == "table"
+    # a name given as a string elsewhere (not __all__, not a docstring)
+    assert shapes({"n.py": 'MODE = "strict"\n\n\nclass P:\n    def strict(self):\n        return 1\n'
+                          '\n    def other(self):\n        return 2\n'}) == {("n.py", "P.strict"): "by-name"}
+    assert shapes({"n.py": '__all__ = ["P"]\n\n\nclass P:\n    def strict(self):\n        return 1\n'}) == {}

@@ -38,7 +38,7 @@ from mutate import Mutation, apply, candidates, functions, parses  # noqa: E402
 
 CACHE = Path(os.environ.get("RECALL_CACHE", Path.home() / ".cache" / "qwen-lsp-bench" / "recall"))
 MANIFEST = HERE / "manifest.json"
-TEST_DEPS = ["pytest==8.3.4", "pretend==1.0.9", "markupsafe==3.0.2"]
+TEST_DEPS = ["pytest==8.3.4", "pretend==1.0.9", "markupsafe==3.0.2", "simplejson==3.19.3"]
 
 
 @dataclass(frozen=True)
@@ -81,13 +81,47 @@ DISPATCH_PACKAGES = [
                                             "tests/test_toml_document.py", "tests/test_write.py")),
     Package("pyparsing", "3.1.4", "pyparsing", ("tests/test_simple_unit.py",)),
 ]
-CORPORA = {"default": (PACKAGES, MANIFEST), "dispatch": (DISPATCH_PACKAGES, HERE / "manifest_dispatch.json")}
+# The harder dispatch corpus (manifest_dispatch_big.json): packages with LARGE modules (too long for the
+# prompt's files section to show whole), mutated only in functions of such a module reached through
+# dispatch (shapes.py: dunders, getattr visitors, handler tables and registries, names given as
+# strings) or four and more calls below the test.
+BIG_PACKAGES = [
+    Package("pyflakes", "3.2.0", "pyflakes", ("pyflakes/test/test_other.py", "pyflakes/test/test_imports.py",
+                                             "pyflakes/test/test_undefined_names.py",
+                                             "pyflakes/test/test_type_annotations.py")),
+    Package("sqlglot", "25.24.0", "sqlglot", ("tests/test_build.py", "tests/test_expressions.py",
+                                             "tests/test_generator.py", "tests/test_parser.py",
+                                             "tests/dialects/test_duckdb.py", "tests/dialects/test_postgres.py")),
+    Package("marshmallow", "3.23.1", "src/marshmallow", ("tests/test_fields.py", "tests/test_schema.py",
+                                                        "tests/test_serialization.py", "tests/test_deserialization.py",
+                                                        "tests/test_decorators.py"), "src"),
+    Package("lark", "1.2.2", "lark", ("tests/test_grammar.py", "tests/test_trees.py", "tests/test_lexer.py",
+                                     "tests/test_reconstructor.py")),
+    Package("docutils", "0.21.2", "docutils", (
+        "test/test_nodes.py", "test/test_parsers/test_rst/test_bullet_lists.py",
+        "test/test_parsers/test_rst/test_enumerated_lists.py", "test/test_parsers/test_rst/test_inline_markup.py",
+        "test/test_parsers/test_rst/test_tables.py", "test/test_parsers/test_rst/test_footnotes.py",
+        "test/test_parsers/test_rst/test_section_headers.py", "test/test_writers/test_html5_polyglot_parts.py",
+        "test/test_transforms/test_footnotes.py")),
+    Package("markdown", "3.7", "markdown", ("tests/test_syntax/inline", "tests/test_syntax/blocks",
+                                           "tests/test_syntax/extensions/test_tables.py",
+                                           "tests/test_syntax/extensions/test_abbr.py")),
+    Package("pygments", "2.18.0", "pygments", ("tests/test_html_formatter.py", "tests/test_regexlexer.py",
+                                              "tests/test_inherit.py", "tests/test_perllexer.py", "tests/test_sql.py",
+                                              "tests/test_ruby.py", "tests/test_latex_formatter.py",
+                                              "tests/test_terminal_formatter.py", "tests/test_func.py",
+                                              "tests/test_mysql.py", "tests/test_basic_api.py::TestFilters")),
+]
+LARGE_BYTES = 35_000  # about 10k tokens: more than the files section shows whole (0.6 of its 16k budget)
+DEEP = 4  # calls below the test function
+CORPORA = {"default": (PACKAGES, MANIFEST), "dispatch": (DISPATCH_PACKAGES, HERE / "manifest_dispatch.json"),
+           "dispatch-big": (BIG_PACKAGES, HERE / "manifest_dispatch_big.json")}
 # Functions a test reaches only through dispatch are tried first in the dispatch corpus.
 DISPATCHED = re.compile(r"(^|\.)(__(?!init__)\w+__|visit_\w*|on_\w+|_?eval_\w+|handle\w*|run|_?op_\w+)$")
 
 
 def package(name: str) -> Package:
-    return next(p for p in [*PACKAGES, *DISPATCH_PACKAGES] if p.name == name)
+    return next(p for p in [*PACKAGES, *DISPATCH_PACKAGES, *BIG_PACKAGES] if p.name == name)
 
 
 def run(argv: list[str], **kw) -> subprocess.CompletedProcess[str]:
@@ -159,7 +193,8 @@ def prepass(pkg: Package) -> dict[str, dict]:
 def lib_files(pkg: Package, tree: Path) -> list[str]:
     lib = tree / pkg.lib
     files = [lib] if lib.is_file() else sorted(lib.rglob("*.py"))
-    return [f.relative_to(tree).as_posix() for f in files if "tests" not in f.relative_to(tree).parts]
+    return [f.relative_to(tree).as_posix() for f in files
+            if not {"tests", "test"} & set(f.relative_to(tree).parts[:-1])]
 
 
 def key(pkg: Package, rel: str, m: Mutation) -> str:
@@ -169,8 +204,17 @@ def key(pkg: Package, rel: str, m: Mutation) -> str:
     return f"{path}::{m.function.qualname}::{m.function.first_line}"
 
 
+def big_shapes(pkg: Package, tree: Path) -> dict[tuple[str, str], str]:
+    """{(file, qualname): shape} of the package's functions in LARGE modules (see shapes.py)."""
+    from shapes import shapes
+
+    sources = {rel: (tree / rel).read_text(encoding="utf-8") for rel in lib_files(pkg, tree)}
+    return {k: v for k, v in shapes(sources).items() if len(sources[k[0]].encode()) >= LARGE_BYTES}
+
+
 def build_package(pkg: Package, rng: random.Random, per_package: int, max_frame: int, budget_s: float,
-                  prefer: re.Pattern[str] | None = None) -> list[dict]:
+                  prefer: re.Pattern[str] | None = None, big: bool = False) -> list[dict]:
+    """`big`: only functions of LARGE modules that are dispatch-shaped or DEEP calls down (--corpus dispatch-big)."""
     tree = source(pkg)
     callers = prepass(pkg)
     work = CACHE / "work" / pkg.dirname
@@ -182,15 +226,29 @@ def build_package(pkg: Package, rng: random.Random, per_package: int, max_frame:
         for fkey, depth in calls.items():
             called.setdefault(fkey, {})[test] = depth
     sites: dict[str, tuple[str, list[Mutation]]] = {}
+    shape_of = big_shapes(pkg, tree) if big else {}
+    large = {rel for rel in lib_files(pkg, tree) if (tree / rel).stat().st_size >= LARGE_BYTES}
     for rel in lib_files(pkg, tree):
+        if big and rel not in large:
+            continue
         for m in candidates((tree / rel).read_text(encoding="utf-8")):
             k = key(pkg, rel, m)
-            if k in called:
-                sites.setdefault(k, (rel, []))[1].append(m)
+            if k not in called:
+                continue
+            if big and (rel, m.function.qualname) not in shape_of and min(called[k].values()) < DEEP:
+                continue
+            sites.setdefault(k, (rel, []))[1].append(m)
     order = sorted(sites)
     rng.shuffle(order)
     if prefer is not None:  # stable: the preferred ones first, each group still shuffled
         order.sort(key=lambda k: not prefer.search(k.split("::")[1]))
+    if big:  # the shapes taken in turn (each still shuffled), so no one shape fills the package's cases
+        seen: dict[str, int] = {}
+        turn = {}
+        for k in order:
+            shape = shape_of.get((sites[k][0], k.split("::")[1]), "deep")
+            turn[k] = seen[shape] = seen.get(shape, -1) + 1
+        order.sort(key=turn.__getitem__)
     cases: list[dict] = []
     frames = 0
     started = time.monotonic()
@@ -228,15 +286,19 @@ def build_package(pkg: Package, rng: random.Random, per_package: int, max_frame:
             if frames >= max_frame:
                 continue
             frames += 1
+        shape = shape_of.get((rel, m.function.qualname)) or ("deep" if (depth or 0) >= DEEP else None)
+        if big and shape is None:
+            continue
         cases.append({
             "id": f"{pkg.name}-{len(cases) + 1:02d}", "package": pkg.name, "version": pkg.version,
             "pythonpath": pkg.pythonpath, "file": rel, "function": m.function.qualname,
             "def_line": m.function.def_line, "first_line": m.function.first_line, "end_line": m.function.end_line,
             "line": m.line,
             "operator": m.operator, "original": m.original, "mutated": m.mutated, "test": nodeid,
-            "distance": distance, "depth": depth, "traceback_functions": tb,
+            "distance": distance, "depth": depth, "traceback_functions": tb, **({"shape": shape} if big else {}),
         })
-        print(f"  {cases[-1]['id']}: {rel}:{m.line} {m.function.qualname} [{m.operator}] {distance} <- {nodeid}",
+        print(f"  {cases[-1]['id']}: {rel}:{m.line} {m.function.qualname} [{m.operator}] {distance} "
+              f"{cases[-1].get('shape', '')} <- {nodeid}",
               flush=True)
     return cases
 
@@ -302,6 +364,7 @@ def main(argv: list[str] | None = None) -> int:
     packages, default_out = CORPORA[args.corpus]
     args.out = args.out or default_out
     prefer = DISPATCHED if args.corpus == "dispatch" else None
+    big = args.corpus == "dispatch-big"
     if args.verify:
         manifest = json.loads(args.out.read_text())
         cases = verify(manifest["cases"])
@@ -315,7 +378,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         print(f"{pkg.dirname}:", flush=True)
         cases += build_package(pkg, random.Random(f"{args.seed}-{pkg.name}"), args.per_package, args.max_frame,
-                               args.budget, prefer)
+                               args.budget, prefer, big)
         write(args.seed, cases, args.out, packages)  # after each package: an interrupted build keeps what it found
     print("verifying each case on its own:", flush=True)
     cases = verify(cases)

@@ -82,6 +82,27 @@ class _Parsed:
         self._defs = defs
         self._members: dict[tuple[int, int, int], dict[str, list[Definition]]] = {}
         self._dispatches: dict[tuple[int, int, bool], list[Dispatch]] = {}
+        self._sites: dict[tuple[int, int], list[Site]] = {}
+        self._top: dict[str, list[Definition]] | None = None
+
+    def call_sites(self, start: int, end: int) -> list[Site]:
+        """callsites.call_sites of lines start..end, kept with the parse (a warm walk expands the same bodies)."""
+        key = (start, end)
+        found = self._sites.get(key)
+        if found is None:
+            found = self._sites[key] = (call_sites(self.tree, self.lang, start, end)
+                                        if self.tree is not None and self.lang is not None else [])
+        return found
+
+    def top(self, name: str) -> list[Definition]:
+        """The file's top-level definitions named `name` (a table built once per parse)."""
+        if self._top is None:
+            table: dict[str, list[Definition]] = {}
+            for d in self.defs:
+                if d.depth == 0:
+                    table.setdefault(d.name, []).append(d)
+            self._top = table
+        return self._top.get(name, [])
 
     def dispatches(self, start: int, end: int, strings: bool) -> list[Dispatch]:
         """dispatch.dispatches of lines start..end, kept with the parse (a warm walk asks again)."""
@@ -242,8 +263,10 @@ class CalleeWalk:
         self._reached_keys: set[tuple[str, int]] = set()
         self._bases: dict[tuple[str, int], list[tuple[str, Definition]]] = {}
         self._inherited: dict[tuple[str, int, str], list[tuple[str, Definition]]] = {}
+        self._derives: dict[tuple[str, int, tuple[str, int]], bool] = {}
         self._stem_table: dict[str, list[str]] | None = None
         self._class_names: dict[str, tuple[FileTags, dict[int, str]]] = {}  # path -> (tags, def line -> its class)
+        self._module_paths: dict[tuple[str, str], list[str]] = {}
         self.words: frozenset[str] = frozenset()  # words of the failure (its test, its message): rank a family
 
     # -- files -------------------------------------------------------------------------------
@@ -264,7 +287,14 @@ class CalleeWalk:
         return _Parsed(path, text, language_for(path), list(tags.defs) if tags is not None else None)
 
     def module_paths(self, importer: str, module: str) -> list[str]:
-        """Files of the workspace that `module` (imported from `importer`) may be."""
+        """Files of the workspace that `module` (imported from `importer`) may be (memoised per walk)."""
+        key = (importer, module)
+        found = self._module_paths.get(key)
+        if found is None:
+            found = self._module_paths[key] = self._find_module_paths(importer, module)
+        return found
+
+    def _find_module_paths(self, importer: str, module: str) -> list[str]:
         if language_for(importer) in JS_LANGS:
             return [c for c in js_module_candidates(importer, module) if c in self.index.files][:1]
         if self._modules is None:
@@ -277,7 +307,7 @@ class CalleeWalk:
 
     def _top(self, path: str, name: str) -> list[tuple[str, Definition]]:
         p = self.parsed(path)
-        return [(path, d) for d in p.defs if d.name == name and d.depth == 0] if p is not None else []
+        return [(path, d) for d in p.top(name)] if p is not None else []
 
     def _imported(self, importer: str, b: Binding, hops: int = 0) -> list[tuple[str, Definition]]:
         if b.name is None or hops > 4:  # re-exports of re-exports, or a cycle of them
@@ -364,14 +394,15 @@ class CalleeWalk:
         name, recv = site.name, site.receiver
         if recv in ("self", "cls", "this", "super()"):
             if cls is not None and recv != "super()" and (own := p.members(cls, name)):
-                return [(p.path, d) for d in own]
+                # a template method: `self._deserialize()` in Field runs TimeDelta's when the walk reached it
+                return [(p.path, d) for d in own] + self.overrides(p.path, cls, name)
             if cls is not None and (inherited := self.inherited(p.path, cls, name)):
-                return inherited
+                return inherited + (self.overrides(p.path, cls, name) if recv != "super()" else [])
             return self._global(name, methods=True)  # inherited: which base is a guess
         if p.lang in JS_LANGS and (found := self._resolve_js(p, site)) is not None:
             return found
         if recv is None:
-            if local := [(p.path, d) for d in p.defs if d.name == name and d.depth == 0]:
+            if local := [(p.path, d) for d in p.top(name)]:
                 return local
             if caller is not None and (inner := [(p.path, d) for d in p.defs if d.name == name
                                                  and caller.line < d.line <= caller.end_line]):
@@ -409,7 +440,7 @@ class CalleeWalk:
         out: list[tuple[str, Definition]] = []
         if p is not None and p.tree is not None and p.lang is not None:
             end = cls.line + max(0, cls.signature.count("\n"))
-            for site in call_sites(p.tree, p.lang, cls.line, end):
+            for site in p.call_sites(cls.line, end):
                 if site.kind == "base" or (p.lang in JS_LANGS and site.line == cls.line):
                     out += [t for t in self.resolve(p, None, Site(site.name, site.receiver, "call", site.line))
                             if t[1].kind in CONTAINER_KINDS and (t[0], t[1].line) != key]
@@ -438,6 +469,29 @@ class CalleeWalk:
         self._inherited[key] = found
         return found
 
+    def derives(self, path: str, cls: Definition, base: tuple[str, int], hops: int = 0) -> bool:
+        """Whether class `cls` (in `path`) has the class at `base` (path, line) among its bases, a few hops up."""
+        if hops > 5:
+            return False
+        key = (path, cls.line, base)
+        if key not in self._derives:
+            self._derives[key] = False  # a cycle of bases ends here
+            self._derives[key] = any((bp, b.line) == base or self.derives(bp, b, base, hops + 1)
+                                     for bp, b in self.bases(path, cls))
+        return self._derives[key]
+
+    def overrides(self, path: str, cls: Definition, name: str) -> list[tuple[str, Definition]]:
+        """`name` as the classes the walk reached that derive from `cls` define it (late binding:
+        what `self.name()` in cls runs for such an object)."""
+        out: list[tuple[str, Definition]] = []
+        for rpath, rc in self.class_defs[:MAX_CLASS_CHECKS]:
+            if (rpath, rc.line) == (path, cls.line) or (rp := self.parsed(rpath)) is None:
+                continue
+            own = rp.member_map(rc).get(name)
+            if own and self.derives(rpath, rc, (path, cls.line)):
+                out += [(rpath, d) for d in own]
+        return out
+
     def reach_class(self, path: str, d: Definition) -> None:
         """A class the walk reached: its methods win an ambiguous `x.m()`, its dunders are what
         operators on its objects run, and so are its bases'."""
@@ -461,16 +515,23 @@ class CalleeWalk:
                         found += [(path, m) for m in cp.members(c, name)] or self.inherited(path, c, name)
             return list(dict.fromkeys(found))
         if disp.kind == "family":
-            prefix = disp.names[0]
-            owners = ([(p.path, cls)] if cls is not None else []) + list(self.class_defs)
+            prefix, suffix = disp.names[0], disp.names[1] if len(disp.names) > 1 else ""
+
+            def member(name: str) -> bool:
+                if prefix or suffix:
+                    return name.startswith(prefix) and name.endswith(suffix) and name not in (prefix, suffix)
+                return not name.startswith("__") and name != caller.name  # any method: getattr(self, name)
+
+            # a bare name picks among the enclosing class's own methods only (its family is all of them)
+            owners = ([(p.path, cls)] if cls is not None else []) + (list(self.class_defs) if prefix or suffix else [])
             found = []
             for path, c in owners[:MAX_CLASS_CHECKS]:
                 cp = self.parsed(path)
                 if cp is not None:
-                    found += [(path, m) for m in cp.defs if m.name.startswith(prefix) and m.name != prefix
-                              and c.line < m.line <= c.end_line and m.depth == c.depth + 1]
-            if cls is None:  # a module-level dispatcher: functions of the file with the prefix
-                found += [(p.path, m) for m in p.defs if m.depth == 0 and m.name.startswith(prefix) and m.name != prefix]
+                    found += [(path, m) for name, ms in cp.member_map(c).items() if member(name) for m in ms
+                              if m.kind not in CONTAINER_KINDS]
+            if cls is None and (prefix or suffix):  # a module-level dispatcher: functions of the file in the family
+                found += [(p.path, m) for m in p.defs if m.depth == 0 and member(m.name)]
             return list(dict.fromkeys(found))
         if disp.kind == "table":
             return self._table_targets(p, cls, disp.names[0], caller)
@@ -596,7 +657,7 @@ class CalleeWalk:
             cls = p.classes_of(d)
             who = f"{path} {d.name}"
             resolved = [(site, [t for t in self.resolve(p, cls, site, d) if (t[0], t[1].line) != key])
-                        for site in call_sites(p.tree, p.lang, _decorated_start(p.lines, d.line), d.end_line)]
+                        for site in p.call_sites(_decorated_start(p.lines, d.line), d.end_line)]
             # Classes this body constructs: `x = Choice(); x.convert()` means Choice.convert.
             new = {(tp, td) for _, ts in resolved for tp, td in ts if td.kind in CONTAINER_KINDS and td.name not in self.classes}
             if new:
@@ -624,7 +685,9 @@ class CalleeWalk:
                 targets = [t for t in self.dispatch_targets(p, cls, disp, d) if (t[0], t[1].line) != key]
                 if not targets:
                     continue
-                weights = self._worded(targets)
+                # a family's own affix (`_sql` of every `*_sql`) says nothing about which member runs
+                weights = self._worded(targets, frozenset(w for n in disp.names for w in words_of(n))
+                                       if disp.kind == "family" else frozenset())
                 if len(targets) > MAX_DISPATCH_TARGETS:  # the best-worded first, then in source order
                     best = sorted(range(len(targets)), key=lambda i: -weights[i])[:MAX_DISPATCH_TARGETS]
                     targets, weights = [targets[i] for i in sorted(best)], [weights[i] for i in sorted(best)]
@@ -670,22 +733,26 @@ class CalleeWalk:
                     if td.kind in CONTAINER_KINDS:
                         self.reach_class(tp, td)
 
-    def _worded(self, targets: list[tuple[str, Definition]]) -> list[float]:
+    def _worded(self, targets: list[tuple[str, Definition]], affix: frozenset[str] = frozenset()) -> list[float]:
         """Weights of dispatch targets: a name the failure's words spell (`visit_Struct` when the test
         says struct) counts more than the rest of its family."""
         if not self.words:
             return [1.0] * len(targets)
         out = []
         for _, d in targets:
-            parts = {w.lower() for w in re.findall(r"[A-Za-z][a-z0-9]*|[A-Z]+(?![a-z])", d.name) if len(w) >= 3}
+            # CamelCase and snake_case parts; an all-caps name (pyflakes' IMPORTFROM) is one word
+            parts = {w.lower() for w in re.findall(r"[A-Za-z][a-z0-9]*|[A-Z]+(?![a-z])",
+                                                   d.name.lower() if d.name.isupper() else d.name) if len(w) >= 3}
             whole = d.name.strip("_").lower().replace("_", "")
             out.append(1.0 if whole in self.words or any(part.lower() in self.words for part in parts
-                                                          if part.lower() not in _COMMON_PARTS) else 0.25)
+                                                          if part.lower() not in _COMMON_PARTS | affix) else 0.25)
         return out
 
     def _without_overloads(self, targets: list[tuple[str, Definition]]) -> list[tuple[str, Definition]]:
         """One definition per (file, class, name): `@overload` stubs come before the implementation, and
         a redefinition replaces the earlier one at run time; either way the last one runs."""
+        if len({(path, d.name) for path, d in targets}) == len(targets):
+            return targets  # no name twice in a file: nothing to drop (and no class to look up)
         last: dict[tuple[str, str | None, str], tuple[str, Definition]] = {}
         for path, d in targets:
             key = (path, self._class_name(path, d), d.name)
@@ -714,6 +781,11 @@ class CalleeWalk:
         return around[1]
 
     def _class_name(self, path: str, d: Definition) -> str | None:
+        if d.depth == 0:
+            return None
+        tags = self.index.files.get(path)
+        if tags is not None:  # the walk's definitions of a file are its tags' (see _parse): no scan of them
+            return self._class_of(path, tags).get(d.line)
         p = self.parsed(path)
         c = p.classes_of(d) if p is not None and d.depth > 0 else None
         return c.name if c is not None else None
@@ -829,7 +901,7 @@ def render_callees(walk: CalleeWalk, callees: list[Callee], budget: int, shown: 
             body = elide_docstrings(p.lines, p.tree, p.lang, c.start, d.end_line)
             what = "whole"
             if c.depth > 0 and not c.via.startswith("changed") and d.end_line - c.start + 1 > LONG_BODY_LINES \
-                    and count_tokens(body) > budget // 4:  # it would crowd out shorter bodies ranked below it
+                    and len(body) > budget // 4 and count_tokens(body) > budget // 4:  # (fewer characters: fewer tokens)  # it would crowd out shorter bodies ranked below it
                 part = _touched_part(body.splitlines(), walk.words | reached_names - {d.name.lower()})
                 if part is not None:
                     body, what = part, "the part the failure's names touch, … marks lines left out"

@@ -50,6 +50,8 @@ _MIXINS = {"update": ("__setitem__",), "setdefault": ("__getitem__", "__setitem_
            "extend": ("__iadd__", "append"), "copy": ("__copy__",), "discard": ("__contains__",)}
 _STRING = re.compile(r"^[A-Za-z_][\w\-]{2,40}$")
 _PREFIX = re.compile(r"""^[fbrFBR]?['"`]([A-Za-z_]\w*)""")
+# a built name's literal end: f"{e.key}_sql", kind + "_sql", "%s_sql" % kind
+_SUFFIX = re.compile(r"""(?:^[fF]['"]\{[^{}'"]*\}(\w+)['"]$|\+\s*['"](\w+)['"]$|^['"]%s(\w+)['"]\s*%)""")
 _HOOKS = ("beforeEach", "before", "beforeAll", "setup")
 _JS_FUNCTIONS = ("arrow_function", "function_expression", "function", "function_declaration", "method_definition",
                  "generator_function", "generator_function_declaration")
@@ -61,7 +63,7 @@ MAX_STRINGS = 24  # string literals looked at per body
 @dataclass(frozen=True)
 class Dispatch:
     """One dispatched call in a body: `kind` is dunder (names: the dunders), family (names: the
-    prefix), table (names: the table's dotted name, e.g. "self.nodes") or string (names: the text)."""
+    prefix, or "" and the suffix, or "" and "" for any method of the class), table (names: the table's dotted name, e.g. "self.nodes") or string (names: the text)."""
 
     kind: str
     names: tuple[str, ...]
@@ -157,8 +159,8 @@ def dispatches(tree: Tree, lang: str, start_line: int, end_line: int, *, strings
                     if name in _BUILTINS:
                         add("dunder", _BUILTINS[name], node)
                     elif name == "getattr" and (args := node.parent.child_by_field_name("arguments")) is not None \
-                            and len(args.named_children) >= 2 and (m := _PREFIX.match(_text(args.named_children[1], source))):
-                        add("family", (m.group(1),), node)
+                            and len(args.named_children) >= 2:
+                        add("family", _family(args.named_children[0], args.named_children[1], source), node)
                 elif cap == "mixin" and (name := _text(node, source)) in _MIXINS:
                     add("dunder", _MIXINS[name], node)
                 elif cap == "table":
@@ -178,6 +180,20 @@ def dispatches(tree: Tree, lang: str, start_line: int, end_line: int, *, strings
                     if (text := _string_text(node, source)) and _STRING.match(text):
                         add("string", (text,), node)
     return sorted(out.values(), key=lambda d: d.line)
+
+
+def _family(obj: Node, name: Node, source: bytes | None) -> tuple[str, ...]:
+    """What a getattr's built name says of the methods it may pick: (prefix,) for `"visit_" + kind`,
+    ("", suffix) for f"{key}_sql", ("", "") for any other name built on self or cls (pyflakes'
+    `getattr(self, node_class.__name__.upper())`: any method of the class); () for nothing to go on."""
+    text = " ".join(_text(name, source).split())
+    if m := _PREFIX.match(text):
+        return (m.group(1),)
+    if m := _SUFFIX.search(text):
+        return ("", next(g for g in m.groups() if g))
+    if name.type != "string" and _text(obj, source) in ("self", "cls"):
+        return ("", "")
+    return ()
 
 
 def _string_text(node: Node, source: bytes | None) -> str:

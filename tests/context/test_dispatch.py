@@ -297,3 +297,89 @@ def test_a_long_callee_is_shown_as_the_part_the_failure_touches(tmp_path: Path) 
     assert "    total = compute_margin(x)" in text and "left out" in text
     assert "step_40 = 40" not in text  # far from anything the failure names
     assert "def compute_margin(x):" in text  # and the rest of the budget goes to more, shorter bodies
+
+
+def test_getattr_by_suffix_or_bare_name_on_self_is_a_family() -> None:
+    src = (
+        "class G:\n"
+        "    def sql(self, e):\n"
+        "        a = getattr(self, f'{e.key}_sql')\n"
+        "        b = getattr(self, e.key + '_handler')\n"
+        "        c = getattr(self, '%s_node' % e.key)\n"
+        "        d = getattr(self, node_type, None)\n"
+        "        f = getattr(other, name)\n"
+    )
+    got = {(d.kind, d.names) for d in dispatches(parse(src, "python"), "python", 1, 7) if d.kind == "family"}
+    assert got == {("family", ("", "_sql")), ("family", ("", "_handler")), ("family", ("", "_node")),
+                   ("family", ("", ""))}  # getattr(other, name): nothing to go on
+
+
+def test_template_method_runs_the_override_of_a_reached_subclass(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    write(ws, "fields.py", (
+        "class Field:\n"
+        "    def deserialize(self, value):\n"
+        "        return self._deserialize(value)\n"
+        "\n"
+        "    def _deserialize(self, value):\n"
+        "        return value\n"
+        "\n"
+        "\n"
+        "class TimeDelta(Field):\n"
+        "    def _deserialize(self, value):\n"
+        "        return int(value) * 86400\n"
+        "\n"
+        "\n"
+        "class Unrelated:\n"
+        "    def _deserialize(self, value):\n"
+        "        return None\n"
+    ))
+    write(ws, "test_fields.py", (
+        "from fields import TimeDelta, Unrelated\n\n\n"
+        "def test_days():\n    assert TimeDelta().deserialize('1') == 86400\n    Unrelated()\n"
+    ))
+    got = reached(walk_of(ws, tmp_path), [("test_fields.py", 5)])
+    assert "fields.py:deserialize" in got
+    walk = walk_of(ws, tmp_path)
+    callees = walk.walk([("test_fields.py", 5)])
+    lines = {(c.path, c.defn.line) for c in callees}
+    assert ("fields.py", 10) in lines  # TimeDelta._deserialize, through Field.deserialize's self._deserialize()
+    assert ("fields.py", 15) not in lines  # Unrelated is reached, but does not derive from Field
+
+
+def test_suffix_family_and_bare_getattr_reach_the_methods_the_failure_names(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    write(ws, "gen.py", (
+        "class Generator:\n"
+        "    def sql(self, e):\n"
+        "        return getattr(self, f'{e.key}_sql')(e)\n"
+        "\n"
+        "    def column_sql(self, e):\n"
+        "        return e.name\n"
+        "\n"
+        "    def table_sql(self, e):\n"
+        "        return e.name\n"
+        "\n"
+        "\n"
+        "class Checker:\n"
+        "    def handle(self, node):\n"
+        "        handler = getattr(self, type(node).__name__.upper())\n"
+        "        return handler(node)\n"
+        "\n"
+        "    def IMPORTFROM(self, node):\n"
+        "        return node\n"
+        "\n"
+        "    def CLASSDEF(self, node):\n"
+        "        return node\n"
+    ))
+    write(ws, "test_gen.py", (
+        "from gen import Checker, Generator\n\n\n"
+        "def test_column():\n    assert Generator().sql(column('a')) == 'a'\n\n\n"
+        "def test_import():\n    assert Checker().handle(parse('from importfrom import x'))\n"
+    ))
+    got = reached(walk_of(ws, tmp_path), [("test_gen.py", 5)])
+    assert {"gen.py:column_sql", "gen.py:table_sql"} <= got.keys()
+    assert got["gen.py:column_sql"] > got["gen.py:table_sql"]  # the test says column
+    got = reached(walk_of(ws, tmp_path), [("test_gen.py", 9)])
+    assert {"gen.py:IMPORTFROM", "gen.py:CLASSDEF"} <= got.keys()
+    assert got["gen.py:IMPORTFROM"] > got["gen.py:CLASSDEF"]  # an all-caps name is one word: importfrom
