@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import stat
 import tempfile
 from pathlib import Path
@@ -14,6 +15,15 @@ from qwen_lsp.lsp.convert import file_uri
 from qwen_lsp.wire import TerminalOutput
 from qwen_lsp.sidechannel import Listener, UnsafeSocketDir, frame, notify_running_server, socket_path
 from tests.lsp.helpers import name_error_output, wait_until
+
+
+@pytest.fixture
+def tmp_path():
+    """A short folder instead of pytest's: a socket's path must fit AF_UNIX's 108 bytes, and these
+    tests build theirs under it (pytest-xdist's folders are ~20 characters longer)."""
+    folder = Path(tempfile.mkdtemp(prefix="qsc-", dir="/tmp"))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def params(root: Path) -> dict:
