@@ -240,9 +240,9 @@ def sandbox_env(environ: Mapping[str, str], home: Path, tmp: Path, real_home: Pa
         if (name in ENV_ALLOW or name.startswith("LC_")) and not _SECRET_NAME.search(name)
     }
     if real_home is not None:
-        for var, default, _parts in _TOOLCHAINS:
-            if var and var not in env and (real_home / default).is_dir():
-                env[var] = str(real_home / default)
+        for variable, root, _parts in _toolchain_roots(environ, real_home):
+            if variable and variable not in env and root.is_dir():
+                env[variable] = str(root)
     env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
     env.update(HOME=str(home), TMPDIR=str(tmp), PYTHONDONTWRITEBYTECODE="1")
     return env
@@ -262,10 +262,15 @@ def visible_paths(environ: Mapping[str, str], home: Path, workspace: Path | None
         for python in (venv / "bin" / "python", venv / "bin" / "python3"):
             if _exists(python):
                 paths.append(python.resolve().parent.parent)
-    for variable, default, parts in _TOOLCHAINS:
-        root = Path(environ[variable]) if variable and environ.get(variable) else home / default
+    for _variable, root, parts in _toolchain_roots(environ, home):
         paths += [root / part if part else root for part in parts]
     return [p for p in paths if p.is_absolute() and _exists(p)]
+
+
+def _toolchain_roots(environ: Mapping[str, str], home: Path) -> list[tuple[str, Path, tuple[str, ...]]]:
+    """Each toolchain's (variable, root, parts to show): its variable's value, else its folder under `home`."""
+    return [(variable, Path(environ[variable]) if variable and environ.get(variable) else home / default, parts)
+            for variable, default, parts in _TOOLCHAINS]
 
 
 def _exists(path: Path) -> bool:
