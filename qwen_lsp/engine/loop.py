@@ -284,7 +284,7 @@ class _Run:
                     break
                 self._note_recovered(reply, "plan")
                 for call in reply.tool_calls:
-                    self.progress(f"planning: {call.name}")
+                    self.progress(f"planning: {_shown_name(call.name)}")
                     self.messages.append({"role": "tool", "tool_call_id": call.id,
                                           "content": reads.answer(call.name, call.arguments)})
         finally:
@@ -379,8 +379,8 @@ class _Run:
             if call.source != "native":
                 where = {"content": "the answer's text", "reasoning": "the end of the reasoning",
                          "split": "the reasoning and the answer's text (split)"}[call.source]
-                self.recovered.append(f"{when}: {call.name} recovered from {where}")
-                self.progress(f"{call.name} call recovered from {where}")
+                self.recovered.append(f"{when}: {_shown_name(call.name)} recovered from {where}")
+                self.progress(f"{_shown_name(call.name)} call recovered from {where}")
 
     def _finish_too_early(self, call: ToolCall) -> bool:
         """A finish with nothing changed and nothing suggested while the plan named edits: the first
@@ -626,6 +626,15 @@ class _Run:
         except GitError:  # not a repository, or no git: nothing is ignored by it
             hidden = set()
         return runs_later.listing(changes, runs_later.subjects(self.task), hidden)
+
+
+def _shown_name(name: str) -> str:
+    """A model-sent call's name as progress and reports show it: one of our tools, else nothing of
+    its text (a name is any string the model wrote, escape sequences included)."""
+    return name if name in _TOOL_NAMES else "a call to an unknown tool"
+
+
+_TOOL_NAMES = frozenset(tool["function"]["name"] for tool in TOOLS)
 
 
 def parse_plan(content: str) -> Plan:

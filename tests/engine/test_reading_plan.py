@@ -179,3 +179,17 @@ async def test_without_thinking_tokens_left_the_plan_is_asked_without_thinking(v
     assert planning["chat_template_kwargs"]["enable_thinking"] is False and "structured_outputs" in planning
     assert planning["messages"][-1]["content"] == PLAN_NOW
     assert result.outcome == "fixed" and result.accounting.thinking_calls == 1
+
+
+async def test_a_call_name_with_escape_sequences_is_never_shown_while_planning(vllm, project, tmp_path):
+    """The progress line names the tool; a name is whatever the model wrote, so only our tools' names
+    reach the spinner or the editor's status, never the model's escape sequences."""
+    hostile = "read_file\x1b]0;pwned\x07\x1b[2J"
+    script(vllm, Reply(tool_calls=[(hostile, {"path": "lib/scale.py"}), ("read_file", {"path": "lib/scale.py"})]),
+           PLANNED)
+    said: list[str] = []
+    result = await engine(vllm, tmp_path).fix(failing_test_task(), project, progress=said.append)
+
+    assert result.outcome == "fixed" and result.accounting.plan_reads == 1  # the real read ran; the other did not
+    assert "planning: a call to an unknown tool" in said and "planning: read_file" in said
+    assert not any("\x1b" in line or "\x07" in line for line in said)
