@@ -180,7 +180,7 @@ class _Status:
         phase = self.phase
         if (found := self.indexing() if self.indexing is not None else None) is not None:
             phase = f"indexing the workspace: {found[0]:,}/{found[1]:,} files (first run here)"
-        self.spinner.update(text=Text(f"{phase} · {elapsed:.0f}s  (Ctrl-C cancels)", style="cyan"))
+        self.spinner.update(text=_shown(f"{phase} · {elapsed:.0f}s  (Ctrl-C cancels)", "cyan"))  # a phase may quote the model
         if self.thought is None:
             return self.spinner
         line = Text("  " + self.thought.line(), style="dim", no_wrap=True, overflow="ellipsis")

@@ -15,6 +15,7 @@ from lsprotocol import types
 from qwen_lsp import wire as protocol
 from qwen_lsp.engine.thinking import decode as decode_thought
 from qwen_lsp.lsp.engine_thread import ModelUnavailable
+from qwen_lsp.sanitize import one_line
 from qwen_lsp.types import NOTICE
 
 if TYPE_CHECKING:
@@ -92,7 +93,8 @@ class Activity:
                 if token is not None:
                     server.work_done_progress.report(token, types.WorkDoneProgressReport(message=thought.line()))
                 return
-            message = message.removeprefix(NOTICE)  # a retry (busy server, broken stream): shown as it comes
+            # A retry (busy server, broken stream) is shown as it comes; a phase may quote the model: one visible line.
+            message = one_line(message.removeprefix(NOTICE))
             if token is not None:
                 server.work_done_progress.report(token, types.WorkDoneProgressReport(message=message))
             self.status("busy", f"{title}: {message}")

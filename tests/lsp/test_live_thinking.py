@@ -54,3 +54,15 @@ class TestOff:
         assert not _thoughts(lsp)
         assert any(r.message == "planning" for reports in lsp.progress_reports.values() for r in reports
                    if isinstance(r, types.WorkDoneProgressReport))
+
+
+async def test_a_call_name_with_escape_sequences_never_reaches_progress_or_status(lsp, vllm, project):
+    """A recovered call is named in the progress; its name is whatever the model wrote."""
+    uri = open_doc(lsp, project, "calc.py")
+    hostile = Reply(content="<function=edit_file\x1b]0;pwned\x07>\n<parameter=path>\ncalc.py\n</parameter>\n</function>")
+    vllm.script(Reply(reasoning="add subtracts", content=json.dumps(PLAN)), hostile, *FIX_REPLIES)
+    await execute(lsp, "qwen.server.ask", {"uri": uri, "range": selection(0, 3), "instruction": "make add add"})
+    shown = [r.message or "" for reports in lsp.progress_reports.values() for r in reports
+             if isinstance(r, types.WorkDoneProgressReport)] + [s["message"] for s in lsp.statuses]
+    assert any("a call to an unknown tool call recovered" in m for m in shown)
+    assert not any("\x1b" in m or "\x07" in m for m in shown)

@@ -258,6 +258,27 @@ def test_the_spinner_writes_nothing_into_a_stderr_that_is_not_a_terminal(monkeyp
     assert "planning" in tty.getvalue()  # on a terminal the spinner is there
 
 
+def test_a_phase_quoting_the_model_shows_its_escape_sequences_and_never_sends_them():
+    """The spinner's phase may quote the model (a tool's name): on a terminal its hidden characters are
+    shown as stand-ins, never written to the terminal as control codes."""
+    import io
+    import time
+
+    from rich.console import Console
+
+    from terminal_agent.ui import UI
+
+    ui = UI(to_stderr=True)
+    tty = io.StringIO()
+    ui.console = Console(file=tty, force_terminal=True, force_interactive=True, color_system=None)
+    with ui.working() as progress:
+        progress("planning: read_file\x1b]0;pwned\x07")
+        time.sleep(0.3)
+    out = tty.getvalue()
+    assert "planning: read_file" in out and "pwned" in out  # shown, as text
+    assert "\x1b]0;" not in out and "\x07" not in out  # the title-setting sequence never reaches the terminal
+
+
 def test_which_output_a_recorded_command_sends_away():
     """`cmd >/dev/null`: re-running shows only its error output; `cmd &>/dev/null`: nothing, so qfix does not offer."""
     from terminal_agent.agent import redirected_away
