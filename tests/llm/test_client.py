@@ -17,12 +17,6 @@ MESSAGES = [{"role": "system", "content": "sys"}, {"role": "user", "content": "h
 TOOL = {"type": "function", "function": {"name": "finish", "parameters": {"type": "object", "properties": {}}}}
 
 
-@pytest.fixture(autouse=True)
-def _temp_under_tmp_path(tmp_path, monkeypatch):
-    # the clients' cache folders go under pytest's tmp_path, which pytest prunes (they piled up in /tmp)
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-
-
 def client_for(double: VLLMDouble, **overrides) -> ModelClient:
     return ModelClient(Settings(base_url=double.base_url, cache_dir=tempfile.mkdtemp(prefix="qwen-client-test-"), max_retries=0, **overrides))
 
