@@ -72,13 +72,16 @@ def _root_spellings(root: Path) -> list[str]:
 
 
 def task_fingerprint(task: Task, file_hashes: dict[str, str], root: Path | None = None,
-                     server: tuple[str, str] | None = None) -> str:
+                     server: tuple[str, str] | None = None, plan_mode: str = "thinking") -> str:
     """The cache key of `task`. Pass the workspace `root` so that absolute paths in the
     error text and command do not tie the key to one checkout's location, and the `server`
     (base URL, model id) the plan comes from: a plan thought by one model is never replayed
-    to another (a small local model's plan to the real one, a test double's to a server)."""
+    to another (a small local model's plan to the real one, a test double's to a server).
+    `plan_mode` says how the plan is made (thinking, reading, no thinking): a plan made one
+    way is not the answer to a request for another."""
     payload = {
         "server": [server[0].rstrip("/"), server[1]] if server else None,
+        "plan_mode": plan_mode,
         "kind": task.kind.value,
         "description": normalize_output(task.description, root),
         "path": task.path,

@@ -202,8 +202,6 @@ class _Run:
         built = await self.engine.prompt(self.task, self.overlay.root, self.overlay.read, self.stamp,
                                          notify=self.progress)
         named = {self.task.path} | {f.resolved for f in built.frames if f.resolved}
-        server = (self.settings.base_url, (await self.engine.client.info()).model)  # asked by the prompt already
-        key = task_fingerprint(self.task, self._seen_hashes(p for p in named if p), self.overlay.root, server)
         self.messages = list(built.messages)
         if self.task.kind == TaskKind.explain:
             return await self._explain()
@@ -212,6 +210,10 @@ class _Run:
             return self._result(validation, summary, self._stopped_outcome(), summary_by=summary_by)
 
         reading = self.settings.strategy == "reading_plan" and bool(self.tools) and self.settings.plan_read_calls > 0
+        plan_mode = "reading" if reading else "no_thinking" if self.settings.strategy == "no_thinking" else "thinking"
+        server = (self.settings.base_url, (await self.engine.client.info()).model)  # asked by the prompt already
+        key = task_fingerprint(self.task, self._seen_hashes(p for p in named if p), self.overlay.root, server,
+                               plan_mode)
         self.messages.append({"role": "user", "content": self._plan_request(reading)})
         cached = self.engine.cache.get_state(key) if self.engine.reuse_plans else None
         if cached is not None and self._seen_hashes(cached.file_hashes) == cached.file_hashes:

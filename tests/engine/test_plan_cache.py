@@ -150,3 +150,11 @@ def test_the_key_names_the_server_and_the_model() -> None:
     assert key == task_fingerprint(traceback_task(root), hashes, root, ("http://127.0.0.1:8000/v1/", "Qwen/Qwen3.6-27B"))
     assert key != task_fingerprint(traceback_task(root), hashes, root, ("http://127.0.0.1:8001/v1", "Qwen/Qwen3.6-27B"))
     assert key != task_fingerprint(traceback_task(root), hashes, root, ("http://127.0.0.1:8000/v1", "smollm2"))
+
+
+def test_the_key_names_how_the_plan_was_made() -> None:
+    root, hashes, server = Path("/w/proj"), {"calc.py": "h1"}, ("http://127.0.0.1:8000/v1", "Qwen/Qwen3.6-27B")
+    keys = {mode: task_fingerprint(traceback_task(root), hashes, root, server, mode)
+            for mode in ("thinking", "reading", "no_thinking")}
+    assert len(set(keys.values())) == 3
+    assert keys["thinking"] == task_fingerprint(traceback_task(root), hashes, root, server)

@@ -153,6 +153,23 @@ async def test_a_cached_reading_plan_is_replayed_without_reading_or_thinking(vll
     assert all(b["chat_template_kwargs"]["enable_thinking"] is False for b in vllm.chat_requests())
 
 
+async def test_a_plan_made_another_way_is_not_replayed(vllm, project, tmp_path):
+    """A default plan (no reads) answers a default request only: asked with reading_plan, the plan is
+    made again with its reads; each then replays its own."""
+    script(vllm, PLANNED)
+    await make_engine(vllm, tmp_path / "cache", strategy="default").fix(failing_test_task(), project)
+    vllm.reset()
+    script(vllm, read("lib/scale.py"), PLANNED)
+    reading = await engine(vllm, tmp_path).fix(failing_test_task(), project)
+    assert (reading.accounting.plan_from_cache, reading.accounting.plan_reads) == (False, 1)
+
+    for strategy in ("default", "reading_plan"):
+        vllm.reset()
+        vllm.script(*patch_turns())
+        again = await make_engine(vllm, tmp_path / "cache", strategy=strategy).fix(failing_test_task(), project)
+        assert (again.accounting.plan_from_cache, again.accounting.thinking_calls) == (True, 0), strategy
+
+
 @pytest.mark.parametrize("strategy, replans", [("reading_plan", True), ("default", False)])
 async def test_a_change_to_a_file_the_plan_read_invalidates_it(vllm, project, tmp_path, strategy, replans):
     """The control: the default plan never read lib/scale.py, so its change does not matter to it."""
