@@ -109,3 +109,23 @@ def test_qwen_review_on_a_real_model_is_never_a_silent_pass(llama_server, projec
         assert run.returncode in (0, 1)
         report = json.loads(run.stdout)
         assert all(f["path"] == "calc.py" for f in report["findings"])
+
+
+async def test_the_reading_plan_on_a_real_model_reads_at_most_its_budget_and_writes_nothing(llama_server, project,
+                                                                                           tmp_path):
+    """The plan that may read, against a real server: whatever the model calls while planning, only reads
+    run, within the budget, and the workspace is untouched."""
+    settings = Settings(
+        base_url=llama_server, cache_dir=tmp_path / "cache", plan_max_tokens=160, patch_max_tokens=160, max_rounds=2,
+        strategy="reading_plan", plan_read_calls=2,
+    )
+    task = Task(kind=TaskKind.command, description="pytest failed", command=PYTEST, terminal_output=PYTEST_OUTPUT,
+                exit_code=1)
+    before = {p: p.read_bytes() for p in project.rglob("*") if p.is_file()}
+    result = await Engine(settings).fix(task, project)
+
+    assert {p: p.read_bytes() for p in project.rglob("*") if p.is_file()} == before
+    assert result.outcome in {"no_change", "failed", "fixed", "changed_unverified"}
+    assert result.plan is not None
+    assert result.accounting.plan_reads <= 2
+    assert result.accounting.thinking_calls >= 1
