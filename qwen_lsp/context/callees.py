@@ -31,6 +31,7 @@ from qwen_lsp.context.dispatch import (
 from qwen_lsp.context.ranking import GENERIC_NAMES
 from qwen_lsp.context.repomap import FileTags, TagIndex
 from qwen_lsp.context.source import enclosing
+from qwen_lsp.context.rust_paths import PATH_WORDS, is_type_segment, module_files, rust_bindings
 from qwen_lsp.context.treesitter import CONTAINER_KINDS, Definition, definitions, language_for, parse
 from qwen_lsp.llm.tokens import count_tokens, truncate_to_tokens
 
@@ -132,6 +133,8 @@ class _Parsed:
             return {}
         if self.lang == "python":
             return python_bindings(self.tree)
+        if self.lang == "rust":
+            return rust_bindings(self.tree)
         return js_bindings(self.tree) if self.lang in JS_LANGS else {}
 
     def text_of(self, first: int, last: int) -> str:
@@ -389,6 +392,32 @@ class CalleeWalk:
                    for m in pp.members(d, site.name)]  # Money.of(): a static method
         return members or None
 
+    def _resolve_rust(self, p: _Parsed, cls: Definition | None, site: Site) -> list[tuple[str, Definition]] | None:
+        """A Rust path call through the file's `use` bindings: `tax::apply()` to tax.rs's `apply`,
+        `Money::new()` and `Self::new()` to the functions of the type's impl blocks, `super::f()` to the
+        file's own; None when the path does not say (the caller guesses as for any language)."""
+        recv, name = site.receiver, site.name
+        if recv is None:
+            b = p.bindings.get(name)
+            if b is None or not b.module:
+                return None
+            recv, name = b.module, b.name or name  # `use crate::tax::apply;` then `apply(x)`
+        elif recv == "?":
+            return None
+        else:
+            head, _, rest = recv.partition("::")
+            if (b := p.bindings.get(head)) is not None and b.module:
+                recv = "::".join(x for x in (b.module, b.name, rest) if x)  # `use crate::tax;` then `tax::f()`
+        if recv == "Self":
+            recv = cls.name if cls is not None else recv
+        last = recv.rsplit("::", 1)[-1]
+        if last in PATH_WORDS:
+            return [(p.path, d) for d in p.top(name)] or None
+        if is_type_segment(last):
+            return [(path, m) for path, d in self.index.lookup(last) if d.kind in CONTAINER_KINDS
+                    and (pp := self.parsed(path)) is not None for m in pp.members(d, name)] or None
+        return [t for f in module_files(p.path, recv, self.index.files) for t in self._top(f, name)] or None
+
     def resolve(self, p: _Parsed, cls: Definition | None, site: Site, caller: Definition | None = None) -> list[tuple[str, Definition]]:
         """Definitions `site` (in file p, inside class cls, in function caller) may mean, best guesses only."""
         name, recv = site.name, site.receiver
@@ -400,6 +429,8 @@ class CalleeWalk:
                 return inherited + (self.overrides(p.path, cls, name) if recv != "super()" else [])
             return self._global(name, methods=True)  # inherited: which base is a guess
         if p.lang in JS_LANGS and (found := self._resolve_js(p, site)) is not None:
+            return found
+        if p.lang == "rust" and (found := self._resolve_rust(p, cls, site)) is not None:
             return found
         if recv is None:
             if local := [(p.path, d) for d in p.top(name)]:

@@ -49,9 +49,15 @@ CALL_PATTERNS: dict[str, list[str]] = {
     ],
     "rust": [
         "(call_expression function: (identifier) @call)",
-        "(call_expression function: (scoped_identifier name: (identifier) @call))",
+        # `tax::apply(x)`, `Money::new(1)`, `crate::a::f()`: the path is the receiver
+        "(call_expression function: (scoped_identifier path: (_) @recv name: (identifier) @call))",
         "(call_expression function: (field_expression value: (_) @recv field: (field_identifier) @call))",
         "(macro_invocation macro: (identifier) @call)",
+        # Inside a macro's arguments (`assert_eq!(total(&xs), 3)`, where a test's calls are) the grammar
+        # sees tokens only: a name followed by a parenthesised group is a call.
+        '((token_tree (identifier) @call . (token_tree) @args) (#match? @args "^[(]"))',
+        '((token_tree (identifier) @recv . "::" . (identifier) @call . (token_tree) @args) (#match? @args "^[(]"))',
+        '((token_tree (self) @recv . "." . (identifier) @call . (token_tree) @args) (#match? @args "^[(]"))',
     ],
     "java": [
         "(method_invocation object: (_) @recv name: (identifier) @call)",
@@ -131,6 +137,13 @@ def call_sites(tree: Tree, lang: str, start_line: int, end_line: int) -> list[Si
                     if not start_line <= line <= end_line:
                         continue
                     receiver = " ".join(_text(recv[0], source).split()) if recv else None
+                    if receiver is None and node.type == "identifier" and node.parent is not None \
+                            and node.parent.type == "token_tree" and (before := node.prev_sibling) is not None:
+                        if before.type == "::" or (before.type == "." and before.prev_sibling is not None
+                                                   and before.prev_sibling.type == "self"):
+                            continue  # `a::f(…)`, `self.f(…)` in a macro: the pattern with the receiver has it
+                        if before.type == ".":
+                            receiver = "?"  # `x.len()` in a macro: a method of something unknown
                     if receiver is not None and len(receiver) > 80:
                         receiver = "?"  # a call chain or a literal: its type is unknown
                     key = (_text(node, source), receiver, kind)
