@@ -31,6 +31,7 @@ from qwen_lsp.context.dispatch import (
 from qwen_lsp.context.ranking import GENERIC_NAMES
 from qwen_lsp.context.repomap import FileTags, TagIndex
 from qwen_lsp.context.source import enclosing
+from qwen_lsp.context.go_packages import go_bindings, package_files
 from qwen_lsp.context.rust_paths import PATH_WORDS, is_type_segment, module_files, rust_bindings
 from qwen_lsp.context.treesitter import CONTAINER_KINDS, Definition, definitions, language_for, parse
 from qwen_lsp.llm.tokens import count_tokens, truncate_to_tokens
@@ -135,6 +136,8 @@ class _Parsed:
             return python_bindings(self.tree)
         if self.lang == "rust":
             return rust_bindings(self.tree)
+        if self.lang == "go":
+            return go_bindings(self.tree)
         return js_bindings(self.tree) if self.lang in JS_LANGS else {}
 
     def text_of(self, first: int, last: int) -> str:
@@ -432,6 +435,10 @@ class CalleeWalk:
             return found
         if p.lang == "rust" and (found := self._resolve_rust(p, cls, site)) is not None:
             return found
+        if p.lang == "go" and site.receiver is not None and (b := p.bindings.get(site.receiver)) is not None \
+                and (folder := package_files(b.module, self.index.files)):
+            # `tax.Apply()`: the package's folder (any name length: Go's `money.Of` is common)
+            return [t for f in folder for t in self._top(f, site.name)]
         if recv is None:
             if local := [(p.path, d) for d in p.top(name)]:
                 return local

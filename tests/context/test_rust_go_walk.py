@@ -1,5 +1,6 @@
-"""Rust's tests walked like Python's (issue 34 item 3): calls inside `assert_eq!`, module paths to
-files, types to their impl blocks, `use` bindings, `Self::`. Real tree-sitter parses of small crates."""
+"""Rust's and Go's tests walked like Python's (issue 34 item 3): calls inside `assert_eq!`, module paths to
+files, types to their impl blocks, `use` bindings, `Self::`; Go package calls through imports. Real
+tree-sitter parses of small projects."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 
 from qwen_lsp.context.callees import CalleeWalk
 from qwen_lsp.context.callsites import Binding, call_sites
+from qwen_lsp.context.go_packages import go_bindings, package_files
 from qwen_lsp.context.repomap import build_index
 from qwen_lsp.context.rust_paths import module_files, rust_bindings
 from qwen_lsp.context.source import read_source
@@ -122,3 +124,50 @@ def test_the_walk_from_a_rust_test_reaches_through_paths_types_and_uses(tmp_path
                  "src/money.rs:round_cents"):
         assert name in got, (name, sorted(got))
     assert "vendor/other/src/tax.rs:apply" not in got
+
+
+GO_MODULE = {
+    "go.mod": "module example.com/shop\n\ngo 1.21\n",
+    "shop.go": (
+        "package shop\n\nimport (\n\tm \"example.com/shop/money\"\n\t\"example.com/shop/tax\"\n)\n\n"
+        "func Total(cents []int) m.Money {\n\tsub := subtotal(cents)\n\treturn m.Of(sub + tax.Apply(sub))\n}\n\n"
+        "func subtotal(cents []int) int {\n\ts := 0\n\tfor _, c := range cents {\n\t\ts += c\n\t}\n\treturn s\n}\n"
+    ),
+    "shop_test.go": (
+        "package shop\n\nimport \"testing\"\n\nfunc TestTotalIncludesTax(t *testing.T) {\n"
+        "\tt.Run(\"two items\", func(t *testing.T) {\n\t\tgot := Total([]int{100, 100}).Cents()\n"
+        "\t\tif got != 220 {\n\t\t\tt.Errorf(\"Total = %d, want 220\", got)\n\t\t}\n\t})\n}\n"
+    ),
+    "tax/tax.go": "package tax\n\nfunc Apply(sub int) int {\n\treturn sub * rate() / 100\n}\n\nfunc rate() int {\n\treturn 9\n}\n",
+    "money/money.go": (
+        "package money\n\ntype Money struct{ cents int }\n\nfunc Of(c int) Money { return Money{cents: roundCents(c)} }\n\n"
+        "func (m Money) Cents() int { return m.cents }\n\nfunc roundCents(c int) int { return c }\n"
+    ),
+    "other/money/money.go": "package money\n\nfunc Of(c int) int { return c }\n",
+}
+
+
+def test_go_imports_bind_package_names_to_import_paths() -> None:
+    src = ('package shop\nimport "testing"\nimport (\n\tm "example.com/shop/money"\n\t"example.com/shop/tax"\n'
+           '\t_ "embed"\n\t. "strings"\n)\n')
+    assert go_bindings(parse(src, "go")) == {
+        "testing": Binding("testing", None), "m": Binding("example.com/shop/money", None),
+        "tax": Binding("example.com/shop/tax", None)}
+    files = ["money/money.go", "money/money_test.go", "shop/money/a.go", "other/money/b.go", "tax/tax.go"]
+    assert package_files("example.com/shop/money", files) == ["shop/money/a.go"]  # two segments match
+    assert package_files("example.com/x/money", files) == ["money/money.go"]  # nothing left over
+    assert package_files("fmt", files) == []
+
+
+def test_the_walk_from_a_go_subtest_reaches_through_package_calls(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    for rel, text in GO_MODULE.items():
+        write(ws, rel, text)
+    walk = CalleeWalk(build_index(ws, cache_dir=tmp_path / "cache"), lambda rel: read_source(ws, rel))
+    start = ("shop_test.go", 9)  # t.Errorf inside the t.Run closure
+    got = {f"{c.path}:{c.defn.name}" for c in walk.walk([start], walk.hints(*start))}
+    for name in ("shop.go:Total", "shop.go:subtotal", "tax/tax.go:Apply", "tax/tax.go:rate",
+                 "money/money.go:Of",  # m.Of(): a two-letter name, found through the import
+                 "money/money.go:roundCents", "money/money.go:Cents"):
+        assert name in got, (name, sorted(got))
+    assert "other/money/money.go:Of" not in got
