@@ -192,6 +192,7 @@ class ParseCache:
         self._files: dict[str, tuple[str, FileTags | None, _Parsed]] = {}
         self._modules: tuple[tuple[str, ...], dict[str, list[str]]] | None = None
         self._stems: tuple[tuple[str, ...], dict[str, list[str]]] | None = None
+        self._folders: tuple[tuple[str, ...], dict[str, list[str]]] | None = None
         self._around: dict[str, tuple[FileTags, dict[int, str]]] = {}
         self._max = max_files
         self._lock = threading.Lock()  # a prefetch and a fix may walk at once, on two threads
@@ -225,6 +226,13 @@ class ParseCache:
             stems = self._stems = (files, _stem_table(files))
         return stems[1]
 
+    def folders(self, index: TagIndex) -> dict[str, list[str]]:
+        files = tuple(index.files)
+        folders = self._folders
+        if folders is None or folders[0] != files:
+            folders = self._folders = (files, _folder_table(files))
+        return folders[1]
+
     def modules(self, index: TagIndex) -> dict[str, list[str]]:
         files = tuple(index.files)
         modules = self._modules
@@ -238,6 +246,15 @@ def _stem_table(files: Iterable[str]) -> dict[str, list[str]]:
     table: dict[str, list[str]] = defaultdict(list)
     for f in files:
         table[f.rsplit("/", 1)[-1].split(".", 1)[0]].append(f)
+    return table
+
+
+def _folder_table(files: Iterable[str]) -> dict[str, list[str]]:
+    """A folder's last name -> the workspace's files directly in a folder of that name (Go's packages)."""
+    table: dict[str, list[str]] = defaultdict(list)
+    for f in files:
+        if "/" in f:
+            table[f.rsplit("/", 2)[-2]].append(f)
     return table
 
 
@@ -271,6 +288,7 @@ class CalleeWalk:
         self._inherited: dict[tuple[str, int, str], list[tuple[str, Definition]]] = {}
         self._derives: dict[tuple[str, int, tuple[str, int]], bool] = {}
         self._stem_table: dict[str, list[str]] | None = None
+        self._folder_table: dict[str, list[str]] | None = None
         self._class_names: dict[str, tuple[FileTags, dict[int, str]]] = {}  # path -> (tags, def line -> its class)
         self._module_paths: dict[tuple[str, str], list[str]] = {}
         self.words: frozenset[str] = frozenset()  # words of the failure (its test, its message): rank a family
@@ -419,7 +437,18 @@ class CalleeWalk:
         if is_type_segment(last):
             return [(path, m) for path, d in self.index.lookup(last) if d.kind in CONTAINER_KINDS
                     and (pp := self.parsed(path)) is not None for m in pp.members(d, name)] or None
-        return [t for f in module_files(p.path, recv, self.index.files) for t in self._top(f, name)] or None
+        stems = self._stems()  # tax.rs, or tax/mod.rs among the mod.rs files
+        candidates = [*stems.get(last, ()), *stems.get("mod", ())]
+        return [t for f in module_files(p.path, recv, candidates) for t in self._top(f, name)] or None
+
+    def _resolve_go(self, p: _Parsed, site: Site) -> list[tuple[str, Definition]] | None:
+        """`tax.Apply()` through the file's imports: `Apply` in the package's folder, whatever the name's
+        length (Go's `money.Of`); None when the receiver is no import or its package is not here (`fmt`)."""
+        b = p.bindings.get(site.receiver) if site.receiver is not None else None
+        if b is None:
+            return None
+        folder = package_files(b.module, self._folders().get(b.module.rstrip("/").rsplit("/", 1)[-1], ()))
+        return [t for f in folder for t in self._top(f, site.name)] if folder else None
 
     def resolve(self, p: _Parsed, cls: Definition | None, site: Site, caller: Definition | None = None) -> list[tuple[str, Definition]]:
         """Definitions `site` (in file p, inside class cls, in function caller) may mean, best guesses only."""
@@ -435,10 +464,8 @@ class CalleeWalk:
             return found
         if p.lang == "rust" and (found := self._resolve_rust(p, cls, site)) is not None:
             return found
-        if p.lang == "go" and site.receiver is not None and (b := p.bindings.get(site.receiver)) is not None \
-                and (folder := package_files(b.module, self.index.files)):
-            # `tax.Apply()`: the package's folder (any name length: Go's `money.Of` is common)
-            return [t for f in folder for t in self._top(f, site.name)]
+        if p.lang == "go" and (found := self._resolve_go(p, site)) is not None:
+            return found
         if recv is None:
             if local := [(p.path, d) for d in p.top(name)]:
                 return local
@@ -618,6 +645,12 @@ class CalleeWalk:
         if self._stem_table is None:
             self._stem_table = self.cache.stems(self.index) if self.cache is not None else _stem_table(self.index.files)
         return self._stem_table
+
+    def _folders(self) -> dict[str, list[str]]:
+        if self._folder_table is None:
+            self._folder_table = (self.cache.folders(self.index) if self.cache is not None
+                                  else _folder_table(self.index.files))
+        return self._folder_table
 
     # -- the walk ------------------------------------------------------------------------------
 
