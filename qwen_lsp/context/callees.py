@@ -190,9 +190,7 @@ class ParseCache:
 
     def __init__(self, max_files: int = MAX_CACHED_FILES) -> None:
         self._files: dict[str, tuple[str, FileTags | None, _Parsed]] = {}
-        self._modules: tuple[tuple[str, ...], dict[str, list[str]]] | None = None
-        self._stems: tuple[tuple[str, ...], dict[str, list[str]]] | None = None
-        self._folders: tuple[tuple[str, ...], dict[str, list[str]]] | None = None
+        self._tables: dict[str, tuple[tuple[str, ...], dict[str, list[str]]]] = {}  # stems, folders, modules
         self._around: dict[str, tuple[FileTags, dict[int, str]]] = {}
         self._max = max_files
         self._lock = threading.Lock()  # a prefetch and a fix may walk at once, on two threads
@@ -220,25 +218,23 @@ class ParseCache:
         return hit[1]
 
     def stems(self, index: TagIndex) -> dict[str, list[str]]:
-        files = tuple(index.files)
-        stems = self._stems
-        if stems is None or stems[0] != files:
-            stems = self._stems = (files, _stem_table(files))
-        return stems[1]
+        return self._table("stems", index, _stem_table)
 
     def folders(self, index: TagIndex) -> dict[str, list[str]]:
-        files = tuple(index.files)
-        folders = self._folders
-        if folders is None or folders[0] != files:
-            folders = self._folders = (files, _folder_table(files))
-        return folders[1]
+        return self._table("folders", index, _folder_table)
 
     def modules(self, index: TagIndex) -> dict[str, list[str]]:
+        return self._table("modules", index, _module_table)
+
+    def _table(self, kind: str, index: TagIndex, build: Callable[[Iterable[str]], dict[str, list[str]]]
+               ) -> dict[str, list[str]]:
+        """A table over the index's file names, kept while the index has the same files (replaced
+        whole when they change: a walk reading the old one keeps its own)."""
         files = tuple(index.files)
-        modules = self._modules
-        if modules is None or modules[0] != files:
-            modules = self._modules = (files, _module_table(files))  # replaced whole: a reader keeps its own
-        return modules[1]
+        kept = self._tables.get(kind)
+        if kept is None or kept[0] != files:
+            kept = self._tables[kind] = (files, build(files))
+        return kept[1]
 
 
 def _stem_table(files: Iterable[str]) -> dict[str, list[str]]:
