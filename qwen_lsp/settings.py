@@ -60,10 +60,10 @@ class Budgets(BaseModel):
     """Token budgets for the prompt sections (Qwen3.6 tokens)."""
 
     total_input: int = 32_768
-    repo_map: int = 2_048
+    repo_map: int = 1_024  # signatures; the callee walk shows the bodies that run (issue 34: callees got 1k of its 2k)
     git: int = 2_048
     files: int = 16_384
-    callees: int = 4_096  # bodies of what the failing code calls (context/callees.py)
+    callees: int = 5_120  # bodies of what the failing code calls (context/callees.py)
     changes: int = 2_048  # uncommitted and recent diffs of the code the failure reaches (context/changes.py)
     task: int = 4_096
 

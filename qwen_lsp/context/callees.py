@@ -28,6 +28,7 @@ from qwen_lsp.context.callsites import (
 from qwen_lsp.context.dispatch import (
     JS_LANGS, Dispatch, dispatches, js_bindings, words_of, js_function_span, js_hooks, js_module_candidates, table_members,
 )
+from qwen_lsp.context.failwords import message_phrases, name_stems, stems_of_test_name
 from qwen_lsp.context.ranking import GENERIC_NAMES
 from qwen_lsp.context.repomap import FileTags, TagIndex
 from qwen_lsp.context.source import enclosing
@@ -56,7 +57,15 @@ MAX_DUNDER_OWNERS = 12  # an operator is looked up in the enclosing class and th
 MAX_PENDING = 200  # unresolved `x.m()` calls kept for classes reached later
 MAX_DISPATCH_TARGETS = 12  # more candidates than this for one dispatched call: only the best-worded ones
 HINT_SCORE = 0.35  # a definition named by the test, before sharing among the matches
-CONSTRUCTORS = ("__init__", "__post_init__", "__new__", "__call__")
+NAME_BOOST = 1.6  # a callee whose name shares a word with the failing test's name (test_simple_select: sync_do_select)
+CLASS_BOOST = 1.25  # a method of a class whose name does (test_progressbar_update: ProgressBar.pct)
+MAX_BOOSTED = 0.95  # a boosted callee still ranks below the starts
+MAX_MESSAGE = 2_000  # characters of the failure's message read for words
+_SELF_ATTRIBUTE = re.compile(r"\bself\.([A-Za-z_]\w*)\b(?!\s*\()")  # `self.pct` read, not called
+_PROPERTY = re.compile(r"\s*@(?:\w+\.)*(?:property|cached_property)\b")
+TEST_HELPER = 0.5  # a definition in a test file (a helper, a fixture class) ranks this much lower than library code
+LATE_OPERATOR = 0.5  # an operator of a start on a class reached after it: a guess at what the object is
+CONSTRUCTORS = ("__init__", "__post_init__", "__new__", "__call__", "constructor")  # constructor: JS/TS `new C()`
 _COMMON_PARTS = {"visit", "eval", "get", "set", "check", "handle", "parse", "render", "item", "iter", "init", "str",
                  "repr", "call", "new", "exit", "enter", "self", "node"}
 _STOP_WORDS = {
@@ -288,6 +297,9 @@ class CalleeWalk:
         self._class_names: dict[str, tuple[FileTags, dict[int, str]]] = {}  # path -> (tags, def line -> its class)
         self._module_paths: dict[tuple[str, str], list[str]] = {}
         self.words: frozenset[str] = frozenset()  # words of the failure (its test, its message): rank a family
+        self.name_words: frozenset[str] = frozenset()  # stems of the failing test's name: boost callees named so
+        self._boosts: dict[tuple[str, int], float] = {}
+        self._properties: dict[tuple[str, int], dict[str, list[Definition]]] = {}
 
     # -- files -------------------------------------------------------------------------------
 
@@ -553,6 +565,18 @@ class CalleeWalk:
                 out += [(rpath, d) for d in own]
         return out
 
+    def properties(self, p: _Parsed, cls: Definition) -> dict[str, list[Definition]]:
+        """The class's own members decorated @property or @cached_property, by name (memoised per walk)."""
+        key = (p.path, cls.line)
+        found = self._properties.get(key)
+        if found is None:
+            found = self._properties[key] = {
+                name: ms for name, ms in p.member_map(cls).items()
+                if any(m.kind not in CONTAINER_KINDS and any(_PROPERTY.match(p.lines[i - 1])
+                                                              for i in range(_decorated_start(p.lines, m.line), m.line))
+                       for m in ms)}
+        return found
+
     def reach_class(self, path: str, d: Definition) -> None:
         """A class the walk reached: its methods win an ambiguous `x.m()`, its dunders are what
         operators on its objects run, and so are its bases'."""
@@ -658,6 +682,8 @@ class CalleeWalk:
         def push(score: float, path: str, d: Definition, depth: int, via: str) -> None:
             nonlocal seq
             seq += 1
+            if depth > 0 and self.name_words and (b := self.boost(path, d)) > 1.0:
+                score = max(score, min(MAX_BOOSTED, score * b))
             heapq.heappush(heap, (-score, seq, path, d, depth, via))
 
         for path, line in starts:
@@ -689,11 +715,23 @@ class CalleeWalk:
         # reached later in the walk: (score it would get, site, file, class, caller, depth, who)
         pending: dict[str, list[tuple[float, Site, _Parsed, Definition | None, Definition, int, str]]] = {}
         n_pending = 0
+        # operators of a start (`i /= 2` in the test) on objects of a class reached later (`i = item(34)`
+        # made an Integer): (score, dunders, who, how many classes were reached when it was seen)
+        operators: list[tuple[float, tuple[str, ...], str, int]] = []
         classes_seen = len(self.class_defs)
         while heap:
-            if len(self.class_defs) != classes_seen and pending:
+            if len(self.class_defs) != classes_seen and (pending or operators):
                 new_classes = self.class_defs[classes_seen:]
+                first = classes_seen
                 classes_seen = len(self.class_defs)
+                for i, (cpath, c) in enumerate(new_classes, first):
+                    if i >= MAX_DUNDER_OWNERS or (cp := self.parsed(cpath)) is None:
+                        break
+                    for score, dunders, owho, seen in operators:
+                        if i >= seen:
+                            own = next((ms for n in dunders if (ms := cp.members(c, n))), [])
+                            for m in own:
+                                push(score * LATE_OPERATOR, cpath, m, 1, f"{owho} (dunder: {' '.join(dunders)})")
                 for cpath, c in new_classes:
                     cp = self.parsed(cpath)
                     names = cp.member_map(c).keys() & pending.keys() if cp is not None else ()
@@ -721,17 +759,22 @@ class CalleeWalk:
                     or p.tree is None or p.lang is None:
                 continue
             expanded += 1
+            if depth > 0 and _is_test_path(path):  # a test's helper runs as part of the test: its calls rank as
+                neg = max(-1.0, neg / TEST_HELPER)  # if the test made them (it was ranked down only to be shown later)
             cls = p.classes_of(d)
             who = f"{path} {d.name}"
             resolved = [(site, [t for t in self.resolve(p, cls, site, d) if (t[0], t[1].line) != key])
                         for site in p.call_sites(_decorated_start(p.lines, d.line), d.end_line)]
             # Classes this body constructs: `x = Choice(); x.convert()` means Choice.convert.
+            made = {td.name for _, ts in resolved for _, td in ts if td.kind in CONTAINER_KINDS}
             new = {(tp, td) for _, ts in resolved for tp, td in ts if td.kind in CONTAINER_KINDS and td.name not in self.classes}
             if new:
                 for tp, td in sorted(new, key=lambda t: (t[0], t[1].line)):
                     self.reach_class(tp, td)
-                resolved = [(site, ts or ([t for t in self.resolve(p, cls, site, d) if (t[0], t[1].line) != key]
-                                          if site.receiver is not None else ts)) for site, ts in resolved]
+                # again for every `x.m()`: one resolved before (to a class a hint reached) may mean the new one's
+                resolved = [(site, [t for t in self.resolve(p, cls, site, d) if (t[0], t[1].line) != key] or ts
+                             if site.receiver is not None and site.receiver not in ("self", "cls", "this") else ts)
+                            for site, ts in resolved]
             for site, targets in resolved:
                 targets = self._without_overloads(targets)
                 if not targets:
@@ -739,16 +782,31 @@ class CalleeWalk:
                         pending.setdefault(site.name, []).append((-neg * DECAY, site, p, cls, d, depth + 1, who))
                         n_pending += 1
                     continue
-                preferred = [t for t in targets if self._of_reached_class(*t)]
+                # `x.m()` of a class this very body constructs, else of any class reached
+                own = [t for t in targets if self._class_name(*t) in made] \
+                    if made and site.receiver not in (None, "self", "cls", "this") and len(targets) > 1 else []
+                preferred = own or [t for t in targets if self._of_reached_class(*t)]
                 targets = preferred or targets
                 share = 1.0 / len(targets)
+                # a builtin-like name (`compile`, `filter`) is a guess, unless the file imports or defines it
+                # (`compile()`, `rules.compile()` of an imported module or class)
+                named = (site.name if site.receiver is None else site.receiver.split(".")[0]) in p.bindings \
+                    or (site.receiver is None and bool(p.top(site.name)))
                 for tp, td in targets:
-                    generic = 0.3 if td.name in GENERIC_NAMES else 1.0
-                    in_tests = 0.5 if _is_test_path(tp) else 1.0
+                    generic = 0.3 if td.name in GENERIC_NAMES and not named else 1.0
+                    in_tests = TEST_HELPER if _is_test_path(tp) else 1.0
                     push(-neg * DECAY * share * KIND_FACTOR[site.kind] * generic * in_tests, tp, td, depth + 1, who)
+            # `self.pct` runs the class's `pct` when it is a property
+            if cls is not None and p.lang == "python" and (props := self.properties(p, cls)):
+                for name in sorted(set(_SELF_ATTRIBUTE.findall(p.text_of(d.line, d.end_line))) & props.keys()):
+                    for m in props[name]:
+                        if m.line != d.line:
+                            push(-neg * DECAY * KIND_FACTOR["call"] / len(props[name]), path, m, depth + 1, who)
             # What the language runs without a name at the call: operators, getattr families, tables, strings.
             # a plug-in is named where the failure starts (the test), not in every message below it
             for disp in p.dispatches(_decorated_start(p.lines, d.line), d.end_line, depth == 0):
+                if disp.kind == "dunder" and depth == 0:
+                    operators.append((-neg * DECAY * KIND_FACTOR["dunder"], disp.names, who, len(self.class_defs)))
                 targets = [t for t in self.dispatch_targets(p, cls, disp, d) if (t[0], t[1].line) != key]
                 if not targets:
                     continue
@@ -761,7 +819,7 @@ class CalleeWalk:
                 total = sum(weights)
                 for (tp, td), w in zip(targets, weights, strict=True):
                     share = (w / total) * len(targets) ** 0.5 / len(targets) if disp.kind != "table" else w / total
-                    in_tests = 0.5 if _is_test_path(tp) else 1.0
+                    in_tests = TEST_HELPER if _is_test_path(tp) else 1.0
                     push(-neg * DECAY * min(1.0, share) * KIND_FACTOR[disp.kind] * in_tests, tp, td, depth + 1,
                          f"{who} ({disp.kind}: {' '.join(disp.names)})")
         return sorted(out.values(), key=lambda c: (-c.score, c.depth, c.path, c.defn.line))
@@ -859,20 +917,39 @@ class CalleeWalk:
 
     # -- names the test carries ------------------------------------------------------------------
 
-    def hints(self, test_path: str, test_line: int) -> list[tuple[str, Definition, float]]:
-        """Definitions named by the failing test (its name's words, its templates' filters): weak seeds."""
+    def boost(self, path: str, d: Definition) -> float:
+        """How much the failing test's name speaks for `d`: NAME_BOOST when `d`'s name shares a word
+        with it, CLASS_BOOST when `d`'s class's name does, else 1 (memoised per walk)."""
+        key = (path, d.line)
+        found = self._boosts.get(key)
+        if found is None:
+            found = 1.0
+            if name_stems(d.name) & self.name_words:
+                found = NAME_BOOST
+            elif d.depth > 0 and (c := self._class_name(path, d)) is not None and name_stems(c) & self.name_words:
+                found = CLASS_BOOST
+            self._boosts[key] = found
+        return found
+
+    def hints(self, test_path: str, test_line: int, message: str = "") -> list[tuple[str, Definition, float]]:
+        """Definitions named by the failing test (its name's words, its templates' filters) or by a
+        literal its failure `message` quotes: weak seeds. Sets the words that rank the walk's callees."""
         p = self.parsed(test_path)
         if p is None or p.tree is None:
             return []
         d = self.start_of(p, test_line)
         if d.kind == "module":
             return []
-        self.words = frozenset(w for w in words_of(p.text_of(d.line, d.end_line)) if w not in _STOP_WORDS)
+        message = message[:MAX_MESSAGE]
+        self.words = frozenset(w for w in words_of(p.text_of(d.line, d.end_line)) | words_of(message) if w not in _STOP_WORDS)
         name = d.name.split("(", 1)[-1] if p.lang in JS_LANGS else d.name  # it('takes the best discount')
-        words = [w for w in (words_of_test_name(name) if p.lang not in JS_LANGS else re.findall(r"[a-z0-9]+", name.lower()))
-                 if len(w) >= 3 and w not in _STOP_WORDS]
+        all_words = words_of_test_name(name) if p.lang not in JS_LANGS else re.findall(r"[a-z0-9]+", name.lower())
+        if p.lang == "python" and (cls := p.classes_of(d)) is not None:  # TestCombine.runTest: the class names the unit
+            all_words += words_of_test_name(cls.name)
+        words = [w for w in all_words if len(w) >= 3 and w not in _STOP_WORDS]
+        self.name_words = stems_of_test_name(all_words, frozenset(_STOP_WORDS | _COMMON_PARTS | {"run"}))
         filters = filter_names(p.tree, p.lang, d.line, d.end_line)
-        return name_matches(self.index, words, filters)
+        return name_matches(self.index, words, filters, message_phrases(message))
 
 
 def with_changed(walk: CalleeWalk, callees: list[Callee], changed: list[tuple[str, int, float, str]]) -> list[Callee]:
@@ -887,27 +964,36 @@ def with_changed(walk: CalleeWalk, callees: list[Callee], changed: list[tuple[st
         c = by_key.get((path, d.line))
         if c is None:
             by_key[(path, d.line)] = Callee(path=path, defn=d, start=_decorated_start(p.lines, d.line), score=score, depth=1, via=via)
-        elif c.score < score:
-            c.score, c.via = score, via if c.depth else c.via
+        else:  # a function just changed says so, however it ranked already (the failure's words may rank it higher)
+            c.score, c.via = max(c.score, score), via if c.depth else c.via
     return sorted(by_key.values(), key=lambda c: (-c.score, c.depth, c.path, c.defn.line))
 
 
-def name_matches(index: TagIndex, words: list[str], filters: list[str], *, limit: int = 6) -> list[tuple[str, Definition, float]]:
+def name_matches(index: TagIndex, words: list[str], filters: list[str], phrases: Iterable[list[str]] = (),
+                 *, limit: int = 6) -> list[tuple[str, Definition, float]]:
     """Definitions whose names the words spell: a run of words joined (CaseInsensitive, case_insensitive)
-    scores more than one word, and a filter `|min` matches `min` or `do_min`. Shared among the matches."""
+    scores more than one word, and a filter `|min` matches `min` or `do_min`; a run of two or three
+    words of a literal the failure quotes (`'No such option'`: NoSuchOption) too. Shared among the matches."""
     wanted: dict[str, float] = {}  # a lower-cased, underscore-free spelling -> weight
     for n in (3, 2, 1):
         for i in range(len(words) - n + 1):
             wanted.setdefault("".join(words[i : i + n]), HINT_SCORE * (1.0 if n > 1 else 0.6))
+    for phrase in phrases:
+        for n in (3, 2):
+            for i in range(len(phrase) - n + 1):
+                wanted.setdefault("".join(phrase[i : i + n]), HINT_SCORE * 0.8)
     found: list[tuple[str, Definition, float]] = []
     if wanted:
         for name in index.defined_in:
             key = name.replace("_", "").lower()
             if key in wanted and name not in GENERIC_NAMES:
                 found.extend((p, d, wanted[key]) for p, d in index.lookup(name) if d.kind != "impl")
+    spelled = stems_of_test_name(words) if filters else frozenset()
     for f in filters:
+        # a filter the test's name spells as well (`|selectattr` in test_simple_select_attr) is the likelier one
+        weight = HINT_SCORE * (2 if name_stems(f) & spelled else 1)
         for name in (f, f"do_{f}", f"{f}_filter", f"filter_{f}"):
-            found.extend((p, d, HINT_SCORE) for p, d in index.lookup(name) if d.kind != "impl" and d.depth == 0)
+            found.extend((p, d, weight) for p, d in index.lookup(name) if d.kind != "impl" and d.depth == 0)
     if not found:
         return []
     found.sort(key=lambda t: -t[2])
@@ -939,6 +1025,9 @@ def is_test_path(path: str) -> bool:
 
 BIG_CLASS_LINES = 40  # a longer class is shown as its header and member signatures
 LONG_BODY_LINES = 60  # a longer callee (not a start, not a changed one) is shown as the part the failure touches
+LONG_BODY_SHARE = 4  # ... when it would take more than this fraction of the budget whole
+MAX_OUTLINE_MEMBERS = 16  # a class outline lists this many members: those the walk reached first
+MAX_OUTLINES = 3  # class outlines per section, the best-ranked (signatures: the repository map has more of them)
 TOUCH_CONTEXT = 4  # lines kept around each touched line
 
 
@@ -951,6 +1040,8 @@ def render_callees(walk: CalleeWalk, callees: list[Callee], budget: int, shown: 
     parts: list[str] = []
     used = 0
     reached_names = frozenset(c.defn.name.lower() for c in callees[:60] if c.defn.kind != "module")
+    reached_keys = {(c.path, c.defn.line) for c in callees}
+    outlines = 0
     for c in callees:
         if budget - used < 60:
             break
@@ -960,26 +1051,41 @@ def render_callees(walk: CalleeWalk, callees: list[Callee], budget: int, shown: 
         p = walk.parsed(c.path)
         if p is None:
             continue
+        long = False
         if d.kind in CONTAINER_KINDS and d.end_line - d.line + 1 > BIG_CLASS_LINES:
-            body = "\n".join([p.lines[d.line - 1], *(
-                f"    {m.line}: {m.signature}" for m in p.defs if d.line < m.line <= d.end_line and m.depth == d.depth + 1)])
+            if outlines >= MAX_OUTLINES:
+                continue
+            members = [m for m in p.defs if d.line < m.line <= d.end_line and m.depth == d.depth + 1]
+            if len(members) > MAX_OUTLINE_MEMBERS:
+                kept = {id(m) for m in sorted(members, key=lambda m: (c.path, m.line) not in reached_keys)[:MAX_OUTLINE_MEMBERS]}
+                more = len(members) - MAX_OUTLINE_MEMBERS
+                members = [m for m in members if id(m) in kept]
+            else:
+                more = 0
+            body = "\n".join([p.lines[d.line - 1], *(f"    {m.line}: {m.signature}" for m in members),
+                              *([f"    … ({more} more members)"] if more else [])])
             what = "class outline, line: member"
+            outlines += 1
         else:
             body = elide_docstrings(p.lines, p.tree, p.lang, c.start, d.end_line)
             what = "whole"
-            if c.depth > 0 and not c.via.startswith("changed") and d.end_line - c.start + 1 > LONG_BODY_LINES \
-                    and len(body) > budget // 4 and count_tokens(body) > budget // 4:  # (fewer characters: fewer tokens)  # it would crowd out shorter bodies ranked below it
-                part = _touched_part(body.splitlines(), walk.words | reached_names - {d.name.lower()})
+            long = c.depth > 0 and not c.via.startswith("changed") and d.end_line - c.start + 1 > LONG_BODY_LINES \
+                and len(body) > budget // LONG_BODY_SHARE and count_tokens(body) > budget // LONG_BODY_SHARE  # (fewer characters: fewer tokens)
+            if long:  # it would crowd out shorter bodies ranked below it
+                lines = body.splitlines()
+                part = _touched_part(lines, walk.words | reached_names - {d.name.lower()}) \
+                    or _touched_part(lines, walk.words - {d.name.lower()})  # most lines name a reached one: the failure's words
                 if part is not None:
                     body, what = part, "the part the failure's names touch, … marks lines left out"
         why = ("a traceback frame's function" if c.depth == 0 else c.via if c.via.startswith(("named by", "changed"))
                else f"called from {c.via}")
         block = f"#### {c.path} lines {c.start}-{d.end_line} ({what}; {why})\n```{_fence(c.path)}\n{body}\n```"
         tokens = count_tokens(block) + 2
-        if tokens > budget // 2 and used + budget // 2 <= budget:
+        limit = budget // LONG_BODY_SHARE if long else budget // 2  # a long callee never takes more than its share
+        if tokens > limit and used + limit <= budget:
             note = f"\n[... cut to fit the budget; read_file {c.path} lines {c.start}-{d.end_line} for the rest ...]\n```"
             block = block.replace(f"({what};", "(cut;", 1)
-            block = truncate_to_tokens(block, budget // 2 - count_tokens(note) - 8).rstrip("\n") + note
+            block = truncate_to_tokens(block, limit - count_tokens(note) - 8).rstrip("\n") + note
             tokens = count_tokens(block) + 2
         if used + tokens > budget:
             continue

@@ -5,7 +5,7 @@ functions over tree-sitter trees, the raw material the callee walk (callees.py) 
   __getitem__ (a target: __setitem__), `len(x)` -> __len__, `with x:` -> __enter__/__exit__, ...
 - `getattr(self, "visit_" + kind)` and JavaScript's `this['check' + type]` mean the family of
   methods whose names start with the prefix;
-- `self.handlers[kind](node)` / `const fn = table[kind]` mean the members of the table (a dict,
+- `self.handlers[kind](node)`, `handler = self.handlers[kind]; handler(node)` / `const fn = table[kind]` mean the members of the table (a dict,
   list or object literal assigned to that name);
 - a string that spells a definition's or a module's name (`render(invoice, 'csv')`, a plug-in
   loaded by name) may mean it.
@@ -86,6 +86,7 @@ _QUERIES = {
 (call function: (identifier) @fn)
 (call function: (attribute attribute: (identifier) @mixin))
 (call function: (subscript value: (_) @table))
+(assignment left: (identifier) right: (subscript value: (_) @picked))
 """,
     "javascript": """
 (subscript_expression index: (binary_expression) @prefix)
@@ -124,6 +125,8 @@ def dispatches(tree: Tree, lang: str, start_line: int, end_line: int, *, strings
         if names and key not in out:
             out[key] = Dispatch(kind, names, node.start_point[0] + 1)
 
+    called: set[str] = set()  # names called in the span: `handler = self.nodes[k]; handler(node)`
+    picked: list[tuple[str, Node]] = []  # (the name assigned, the table it was picked from)
     matches = []
     for query in queries:
         cursor = QueryCursor(query)
@@ -156,6 +159,7 @@ def dispatches(tree: Tree, lang: str, start_line: int, end_line: int, *, strings
                     add("dunder", ("__enter__", "__exit__"), node)
                 elif cap == "fn":
                     name = _text(node, source)
+                    called.add(name)
                     if name in _BUILTINS:
                         add("dunder", _BUILTINS[name], node)
                     elif name == "getattr" and (args := node.parent.child_by_field_name("arguments")) is not None \
@@ -165,6 +169,9 @@ def dispatches(tree: Tree, lang: str, start_line: int, end_line: int, *, strings
                     add("dunder", _MIXINS[name], node)
                 elif cap == "table":
                     add("table", (" ".join(_text(node, source).split()),), node)
+                elif cap == "picked" and node.parent is not None and node.parent.parent is not None \
+                        and (left := node.parent.parent.child_by_field_name("left")) is not None:
+                    picked.append((_text(left, source), node))
                 elif cap == "prefix":
                     while node.type == "binary_expression" and (left := node.child_by_field_name("left")) is not None:
                         node = left  # 'check' + a + b: the leftmost operand
@@ -179,6 +186,9 @@ def dispatches(tree: Tree, lang: str, start_line: int, end_line: int, *, strings
                         continue  # a module specifier: bindings resolve it
                     if (text := _string_text(node, source)) and _STRING.match(text):
                         add("string", (text,), node)
+    for name, node in picked:  # a table entry picked into a name, then called by that name
+        if name in called:
+            add("table", (" ".join(_text(node, source).split()),), node)
     return sorted(out.values(), key=lambda d: d.line)
 
 

@@ -51,6 +51,11 @@ def failing_test_start(starts: list[tuple[str, int]], frames: list[Frame]) -> tu
     return next((s for s in starts if is_test_path(s[0])), None)
 
 
+def failure_message(frames: list[Frame]) -> str:
+    """What the failure says (the first error's message: `AssertionError: assert 'No such option' in …`)."""
+    return next((f.message for f in frames if f.severity == "error" and f.message), "")
+
+
 def reached_sections(
     workspace: Path, index: TagIndex | None, read: ReadFile, starts: list[tuple[str, int]], frames: list[Frame],
     *, shown: list[tuple[str, int, int]], callee_budget: int, change_budget: int, git_text: str = "",
@@ -66,7 +71,7 @@ def reached_sections(
         try:
             walk = CalleeWalk(index, read, parses)
             test = failing_test_start(starts, frames)
-            callees = walk.walk(starts, walk.hints(*test) if test else [])
+            callees = walk.walk(starts, walk.hints(*test, failure_message(frames)) if test else [])
         except Exception:
             log.debug("callees not walked", exc_info=True)
             callees = []
