@@ -34,6 +34,7 @@ from qwen_lsp.context.ranking import RefGraph, build_graph, focus_imports, tags_
 from qwen_lsp.context.repomap import MAX_FILE_BYTES, FileTags, TagIndex, build_index, extract_tags, list_files
 from qwen_lsp.context.snapshot import definers_table
 from qwen_lsp.context.treesitter import language_for
+from qwen_lsp.heap import release_free_memory
 
 
 log = logging.getLogger(__name__)
@@ -93,6 +94,7 @@ class WorkspaceIndex:
         # Tens of thousands of long-lived tag objects: keep them out of the collector's full
         # passes, which otherwise add 50-80 ms to whichever request happens to trigger one.
         gc.freeze()
+        release_free_memory()  # a first build's temporaries (its tags before the snapshot, the snapshot's parts)
         if progress is not None and totals:
             progress(totals[-1], totals[-1])
 

@@ -325,6 +325,7 @@ def build_index(workspace: Path, *, cache_dir: Path | None = None, files: Iterab
             found.update(parsed)
             if len(to_parse) < READ_BACK_MIN:  # a first build's tags are all in its snapshot: not again per file
                 _cache_tags(cache, [(to_parse[rel], _raw(raw)) for rel, raw in parsed.items() if raw is not None])
+            del parsed  # only `found` holds them now: a first build clears it before reading its snapshot back
     finally:
         if cache is not None:
             cache.close()
