@@ -237,12 +237,12 @@ def extract_tags(text: str, lang: str) -> FileTags | None:
     return FileTags(defs=definitions(text, lang, tree), refs=Counter(references(tree, lang)))
 
 
-def raw_tags(text: str, lang: str) -> RawTags | None:
+def raw_tags(text: str, lang: str, *, whole: bool = False) -> RawTags | None:
     """`extract_tags` as plain tuples (what the snapshot stores) from one pass over the tree, nothing
-    kept: what an index build does for every file."""
+    kept: what an index build does for every file. `whole`: see treesitter.tags."""
     source = text.encode("utf-8", "replace")
     tree = parse_uncached(source, lang)
-    return tags(tree, source, lang) if tree is not None else None
+    return tags(tree, source, lang, whole=whole) if tree is not None else None
 
 
 def _open_cache(cache_dir: Path | None):  # -> diskcache.Cache | None
