@@ -40,9 +40,9 @@ class Work:
         self.walks = 0
         extract, open_cache, walk = repomap.raw_tags, repomap._open_cache, repomap._walk
 
-        def counting_extract(text: str, lang: str):
+        def counting_extract(text: str, lang: str, **kwargs):
             self.parsed.append(text.splitlines()[0] if text else "")
-            return extract(text, lang)
+            return extract(text, lang, **kwargs)
 
         def counting_open(cache_dir):
             self.cache_opened += 1
