@@ -22,7 +22,7 @@ from __future__ import annotations
 import gc
 import logging
 import threading
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +32,9 @@ from qwen_lsp.context.git_context import GitCache
 from qwen_lsp.context.mapmemo import MapMemo
 from qwen_lsp.context.ranking import RefGraph, build_graph, focus_imports, tags_shape, update_graph
 from qwen_lsp.context.repomap import MAX_FILE_BYTES, FileTags, TagIndex, build_index, extract_tags, list_files
+from qwen_lsp.context.snapshot import definers_table
 from qwen_lsp.context.treesitter import language_for
+from qwen_lsp.heap import release_free_memory
 
 
 log = logging.getLogger(__name__)
@@ -92,6 +94,7 @@ class WorkspaceIndex:
         # Tens of thousands of long-lived tag objects: keep them out of the collector's full
         # passes, which otherwise add 50-80 ms to whichever request happens to trigger one.
         gc.freeze()
+        release_free_memory()  # a first build's temporaries (its tags before the snapshot, the snapshot's parts)
         if progress is not None and totals:
             progress(totals[-1], totals[-1])
 
@@ -292,23 +295,24 @@ def _next_index(previous: TagIndex | None, tags: dict[str, FileTags], dirty: dic
     """A new TagIndex for `tags`. Readers on another thread may still hold `previous`, so nothing
     of it is mutated: its name table is copied and only the names of the `dirty` files are redone."""
     if previous is None:
-        index = TagIndex(files=dict(tags))
+        found: dict[str, list[str]] = {}
         for rel, file_tags in tags.items():
             for d in file_tags.defs:
                 if d.kind != "impl":
-                    index.defined_in[d.name].add(rel)
-        return index
-    defined_in = defaultdict(set, previous.defined_in)
+                    definers = found.setdefault(d.name, [])
+                    if not definers or definers[-1] != rel:
+                        definers.append(rel)
+        return TagIndex(files=dict(tags), defined_in=definers_table(found))
+    defined_in = dict(previous.defined_in)
     for rel in dirty:
         before = {d.name for d in (previous.files.get(rel) or FileTags([], Counter())).defs if d.kind != "impl"}
         now = {d.name for d in (tags.get(rel) or FileTags([], Counter())).defs if d.kind != "impl"}
         for name in before | now:  # a set lookup per name: a buffer with 9,000 definitions took 20 s
-            definers = set(defined_in.get(name, ()))
-            definers.discard(rel)
+            others = [f for f in defined_in.get(name, ()) if f != rel]
             if name in now:
-                definers.add(rel)
-            if definers:
-                defined_in[name] = definers
+                others.append(rel)
+            if others:
+                defined_in[name] = tuple(sorted(others))
             else:
                 defined_in.pop(name, None)
     return TagIndex(files=dict(tags), defined_in=defined_in)

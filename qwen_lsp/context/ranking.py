@@ -17,9 +17,10 @@ import logging
 import math
 import re
 from array import array
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from itertools import repeat
 
 import numpy as np
 
@@ -63,7 +64,12 @@ class RefGraph:
     weight: np.ndarray  # float64 base weight
     generic: np.ndarray  # bool per name: discounted as GENERIC_NAMES
     short: np.ndarray  # bool per name: discounted for having fewer than 3 characters
-    factor: dict[str, tuple[float, list[int]]]  # name -> (weight per reference, defining files)
+    # Per name (aligned with `names`): its weight per reference, and the files defining it,
+    # definers[definer_start[i] : definer_start[i + 1]]. Packed: as a dict of tuples and lists of
+    # int objects, the ~140k names of a 25,000-file tree were ~18 MB.
+    name_weight: array  # "d"
+    definer_start: array  # "q"
+    definers: array  # "q"
 
 
 def build_graph(index: TagIndex) -> RefGraph:
@@ -72,15 +78,21 @@ def build_graph(index: TagIndex) -> RefGraph:
     files = sorted(index.files)  # the same arrays, so the same floating-point sums, in every process
     file_pos = {f: i for i, f in enumerate(files)}
     n_files = max(1, len(files))
+    # Every file's reference counts read once, as columns: (file, name's number here, count).
+    seen = _Numbering()
+    ref_file, ref_name, ref_count = array("i"), array("i"), array("d")
+    for u, referrer in enumerate(files):
+        refs = index.files[referrer].ref_counts()
+        ref_file.extend(repeat(u, len(refs)))
+        ref_name.extend(map(seen.__getitem__, refs))
+        ref_count.extend(refs.values())
     # Inverse document frequency: a name every file uses ("django", "value") says little.
-    referrers: Counter[str] = Counter()
-    for tags in index.files.values():
-        referrers.update(tags.refs.keys())
+    referrers = np.bincount(np.frombuffer(ref_name, dtype=np.int32), minlength=len(seen)).tolist()
     top_level = {name for tags in index.files.values() for name, _kind, depth in tags.outline() if depth == 0}
     methods_only = index.defined_in.keys() - top_level
     factor: dict[str, tuple[float, list[int]]] = {}
     for name, definers in index.defined_in.items():
-        df = referrers.get(name, 0)
+        df = referrers[j] if (j := seen.get(name)) is not None else 0
         # Dunders and names defined in dozens of files link everything to everything.
         if not df or len(definers) > MAX_DEFINERS or (name.startswith("__") and name.endswith("__")):
             continue
@@ -95,18 +107,60 @@ def build_graph(index: TagIndex) -> RefGraph:
             mult *= GENERIC_DISCOUNT
         factor[name] = (mult * math.log((n_files + 1) / df) / len(definers), sorted(file_pos[f] for f in definers))
     names = sorted(factor)
+    del top_level, methods_only, referrers
     name_pos = {n: i for i, n in enumerate(names)}
-    # Packed as they are made: a 25,000-file graph has ~800k rows (as lists of objects: ~100 MB).
-    rows = _rows()
-    for u, referrer in enumerate(files):
-        _add_rows(rows, u, index.files[referrer], factor, name_pos)
-    src, dst, nid, weight = _arrays(rows)
-    return RefGraph(
-        files=files, file_pos=file_pos, names=names, name_pos=name_pos, src=src, dst=dst, name=nid, weight=weight,
-        generic=np.asarray([n in GENERIC_NAMES for n in names], dtype=bool),
+    name_weight, definer_start, definers = array("d"), array("q", [0]), array("q")
+    for name in names:
+        w, targets = factor.pop(name)
+        name_weight.append(w)
+        definers.extend(targets)
+        definer_start.append(len(definers))
+    graph = RefGraph(
+        files=files, file_pos=file_pos, names=names, name_pos=name_pos, src=_EMPTY_INT, dst=_EMPTY_INT,
+        name=_EMPTY_INT, weight=np.zeros(0), generic=np.asarray([n in GENERIC_NAMES for n in names], dtype=bool),
         short=np.asarray([len(n) < 3 for n in names], dtype=bool),
-        factor=factor,
+        name_weight=name_weight, definer_start=definer_start, definers=definers,
     )
+    numbered = np.full(len(seen), -1, dtype=np.int32)  # a name's number here -> its index in `names`
+    for name, i in name_pos.items():
+        if (j := seen.get(name)) is not None:
+            numbered[j] = i
+    del seen
+    graph.src, graph.dst, graph.name, graph.weight = _all_rows(graph, ref_file, numbered, ref_name, ref_count)
+    return graph
+
+
+def _all_rows(graph: RefGraph, ref_file: array, numbered: np.ndarray, ref_name: array,
+              ref_count: array) -> tuple[np.ndarray, ...]:
+    """Every file's rows, as `_add_rows` makes them one file at a time (the same rows in the same
+    order, the same floating-point weights), with numpy: ~800k rows of a 25,000-file tree."""
+    nid = numbered[np.frombuffer(ref_name, dtype=np.int32)]
+    keep = nid >= 0
+    u, nid, count = np.frombuffer(ref_file, dtype=np.int32)[keep], nid[keep], np.frombuffer(ref_count)[keep]
+    order = np.lexsort((nid, u))  # by file, then by name (`names` is sorted: as _add_rows sorts them)
+    u, nid, count = u[order], nid[order], count[order]
+    w = np.frombuffer(graph.name_weight)[nid] * np.sqrt(count)
+    keep = w > 0
+    u, nid, w = u[keep], nid[keep], w[keep]
+    start = np.frombuffer(graph.definer_start, dtype=np.int64)
+    first, n = start[nid], start[nid + 1] - start[nid]
+    # Each (file, name) once per file defining the name, in the order of its definers.
+    at = np.arange(int(n.sum()), dtype=np.int64) - np.repeat(np.cumsum(n) - n, n) + np.repeat(first, n)
+    dst = np.frombuffer(graph.definers, dtype=np.int64)[at].astype(np.int32)
+    src = np.repeat(u, n)
+    keep = dst != src  # no edge from a file to itself
+    return src[keep], dst[keep], np.repeat(nid, n)[keep], np.repeat(w, n)[keep]
+
+
+class _Numbering(dict):
+    """Each key's number, in the order keys are first looked up."""
+
+    def __missing__(self, key: str) -> int:
+        self[key] = n = len(self)
+        return n
+
+
+_EMPTY_INT = np.zeros(0, dtype=np.int32)
 
 
 def stored_graph(index: TagIndex) -> RefGraph:
@@ -130,15 +184,10 @@ def stored_graph(index: TagIndex) -> RefGraph:
 
 
 def _to_body(graph: RefGraph) -> tuple:
-    """The graph as plain lists and bytes for marshal (the factor table as arrays aligned with names)."""
-    offsets, definers = [0], []
-    for name in graph.names:
-        definers.extend(graph.factor[name][1])
-        offsets.append(len(definers))
-    factor_w = np.asarray([graph.factor[name][0] for name in graph.names], dtype=np.float64)
+    """The graph as plain lists and bytes for marshal."""
     return (graph.files, graph.names, graph.src.tobytes(), graph.dst.tobytes(), graph.name.tobytes(),
-            graph.weight.tobytes(), graph.generic.tobytes(), graph.short.tobytes(), factor_w.tobytes(),
-            np.asarray(offsets, dtype=np.int64).tobytes(), np.asarray(definers, dtype=np.int64).tobytes())
+            graph.weight.tobytes(), graph.generic.tobytes(), graph.short.tobytes(), graph.name_weight.tobytes(),
+            graph.definer_start.tobytes(), graph.definers.tobytes())
 
 
 def _from_body(body: tuple) -> RefGraph:
@@ -146,9 +195,7 @@ def _from_body(body: tuple) -> RefGraph:
     src, dst, nid = (np.frombuffer(b, dtype=np.int32) for b in (src, dst, nid))
     weight = np.frombuffer(weight, dtype=np.float64)
     generic, short = np.frombuffer(generic, dtype=bool), np.frombuffer(short, dtype=bool)
-    w = np.frombuffer(factor_w, dtype=np.float64).tolist()
-    off = np.frombuffer(offsets, dtype=np.int64).tolist()
-    targets = np.frombuffer(definers, dtype=np.int64).tolist()
+    w, off, targets = array("d", factor_w), array("q", offsets), array("q", definers)
     n_files, n_names = len(files), len(names)
     if not (len(src) == len(dst) == len(nid) == len(weight) and len(generic) == len(short) == len(w) == n_names
             and len(off) == n_names + 1 and off[-1] == len(targets)
@@ -158,8 +205,7 @@ def _from_body(body: tuple) -> RefGraph:
     return RefGraph(
         files=files, file_pos={f: i for i, f in enumerate(files)}, names=names,
         name_pos={n: i for i, n in enumerate(names)}, src=src, dst=dst, name=nid, weight=weight,
-        generic=generic, short=short,
-        factor={name: (w[i], targets[off[i] : off[i + 1]]) for i, name in enumerate(names)},
+        generic=generic, short=short, name_weight=w, definer_start=off, definers=targets,
     )
 
 
@@ -170,17 +216,16 @@ def _rows() -> Rows:
     return array("i"), array("i"), array("i"), array("d")
 
 
-def _add_rows(rows: Rows, u: int, tags: FileTags,
-              factor: dict[str, tuple[float, list[int]]], name_pos: dict[str, int]) -> None:
+def _add_rows(rows: Rows, u: int, tags: FileTags, graph: RefGraph) -> None:
     """The edges out of file `u`: one per (name it references, file defining that name)."""
     src, dst, nid, weight = rows
-    for name in sorted(tags.refs.keys() & factor.keys()):
-        base, targets = factor[name]
-        w = base * math.sqrt(tags.refs[name])
+    refs, name_pos, definers, start = tags.ref_counts(), graph.name_pos, graph.definers, graph.definer_start
+    for name in sorted(refs.keys() & name_pos.keys()):
+        i = name_pos[name]
+        w = graph.name_weight[i] * math.sqrt(refs[name])
         if w <= 0:
             continue
-        i = name_pos[name]
-        for v in targets:
+        for v in definers[start[i] : start[i + 1]]:
             if v != u:
                 src.append(u)
                 dst.append(v)
@@ -189,9 +234,10 @@ def _add_rows(rows: Rows, u: int, tags: FileTags,
 
 
 def _arrays(rows: Rows) -> tuple[np.ndarray, ...]:
+    # Views of the packed rows, not copies: a copy of a 25,000-file graph's was 16 MB more at its peak.
     src, dst, nid, weight = rows
-    return (np.frombuffer(src, dtype=np.int32).copy(), np.frombuffer(dst, dtype=np.int32).copy(),
-            np.frombuffer(nid, dtype=np.int32).copy(), np.frombuffer(weight, dtype=np.float64).copy())
+    return (np.frombuffer(src, dtype=np.int32), np.frombuffer(dst, dtype=np.int32),
+            np.frombuffer(nid, dtype=np.int32), np.frombuffer(weight, dtype=np.float64))
 
 
 def tags_shape(tags: FileTags) -> tuple[frozenset, frozenset]:
@@ -213,7 +259,7 @@ def update_graph(graph: RefGraph, index: TagIndex, changed: Iterable[str]) -> Re
     for u in sorted({graph.file_pos[rel] for rel in changed}):
         start, end = np.searchsorted(graph.src, [u, u + 1], side="left")
         rows = _rows()
-        _add_rows(rows, u, index.files[graph.files[u]], graph.factor, graph.name_pos)
+        _add_rows(rows, u, index.files[graph.files[u]], graph)
         pieces += [tuple(c[at:start] for c in columns), _arrays(rows)]
         at = end
     pieces.append(tuple(c[at:] for c in columns))

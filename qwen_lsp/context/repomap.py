@@ -14,7 +14,7 @@ import logging
 import os
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from qwen_lsp.files import inside
 from qwen_lsp.context import snapshot, tagpool
-from qwen_lsp.context.snapshot import Listing, Snapshot
+from qwen_lsp.context.snapshot import DefinedIn, Listing, Snapshot, definers_table
 from qwen_lsp.context.tagpool import RawTags
 from qwen_lsp.context.treesitter import (
     CONTAINER_KINDS, EXTENSIONS, Definition, definitions, has_definitions, language_for, parse, parse_uncached, references,
@@ -92,6 +92,13 @@ class FileTags:
     def refs(self, value: Counter[str]) -> None:
         self._refs = value
 
+    def ref_counts(self) -> Mapping[str, int]:
+        """`refs` to read once: from a snapshot not yet read, decoded but not kept (the reference
+        graph reads every file's; keeping them all was ~14 MB on a 25,000-file tree)."""
+        if self._refs is None and self._snap is not None:
+            return self._snap.raw_refs(self._pos)
+        return self.refs
+
     def _raw(self) -> tuple[list[tuple], dict[str, int]]:
         """Plain tuples for the caches, straight from the snapshot when nothing was built yet."""
         if self._snap is not None and self._defs is None and self._refs is None:
@@ -143,7 +150,7 @@ class FileTags:
 @dataclass
 class TagIndex:
     files: dict[str, FileTags] = field(default_factory=dict)
-    defined_in: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))  # name -> files
+    defined_in: DefinedIn = field(default_factory=dict)  # name -> the files defining it (impl blocks left out), sorted
     # Set by build_index: where the reference graph of exactly these tags is stored, and the content
     # key of the snapshot holding them (see ranking.stored_graph). Whoever changes `files` clears it.
     stored_graph: tuple[Path, str] | None = None
@@ -230,12 +237,12 @@ def extract_tags(text: str, lang: str) -> FileTags | None:
     return FileTags(defs=definitions(text, lang, tree), refs=Counter(references(tree, lang)))
 
 
-def raw_tags(text: str, lang: str) -> RawTags | None:
+def raw_tags(text: str, lang: str, *, whole: bool = False) -> RawTags | None:
     """`extract_tags` as plain tuples (what the snapshot stores) from one pass over the tree, nothing
-    kept: what an index build does for every file."""
+    kept: what an index build does for every file. `whole`: see treesitter.tags."""
     source = text.encode("utf-8", "replace")
     tree = parse_uncached(source, lang)
-    return tags(tree, source, lang) if tree is not None else None
+    return tags(tree, source, lang, whole=whole) if tree is not None else None
 
 
 def _open_cache(cache_dir: Path | None):  # -> diskcache.Cache | None
@@ -318,6 +325,7 @@ def build_index(workspace: Path, *, cache_dir: Path | None = None, files: Iterab
             found.update(parsed)
             if len(to_parse) < READ_BACK_MIN:  # a first build's tags are all in its snapshot: not again per file
                 _cache_tags(cache, [(to_parse[rel], _raw(raw)) for rel, raw in parsed.items() if raw is not None])
+            del parsed  # only `found` holds them now: a first build clears it before reading its snapshot back
     finally:
         if cache is not None:
             cache.close()
@@ -325,7 +333,7 @@ def build_index(workspace: Path, *, cache_dir: Path | None = None, files: Iterab
     if unchanged:  # the same files with the same tags: the snapshot's name table is this index's
         assert snap is not None and path is not None
         tagged = {rel: tags for rel, tags in found.items() if isinstance(tags, FileTags)}
-        index = TagIndex(files=tagged, defined_in=defaultdict(set, snap.defined_in),
+        index = TagIndex(files=tagged, defined_in=snap.defined_in,
                          stored_graph=(snapshot.graph_path(path), snap.content_key))
         if walked:  # the same files, but a folder's stamp changed: renew the listing's stamps
             entries = [(rel, stamps[rel], *(_raw(t) if t is not None else (None, None))) for rel, t in found.items()]
@@ -373,7 +381,7 @@ def _read_back(path: Path, key: str, started_ns: int, content_key: str) -> TagIn
     if snap is None or snap.started_ns != started_ns or snap.content_key != content_key:
         return None
     tagged = {rel: FileTags._lazy(snap, i) for i, rel in enumerate(snap.files) if snap.tagged[i]}
-    return TagIndex(files=tagged, defined_in=defaultdict(set, snap.defined_in),
+    return TagIndex(files=tagged, defined_in=snap.defined_in,
                     stored_graph=(snapshot.graph_path(path), content_key))
 
 
@@ -395,7 +403,7 @@ def index_if_unchanged(ws: str, snap: Snapshot, path: Path) -> TagIndex | None:
     if trusted is None:
         return None
     tagged = {snap.files[i]: FileTags._lazy(snap, i) for i in trusted if snap.tagged[i]}
-    return TagIndex(files=tagged, defined_in=defaultdict(set, snap.defined_in),
+    return TagIndex(files=tagged, defined_in=snap.defined_in,
                     stored_graph=(snapshot.graph_path(path), snap.content_key))
 
 
@@ -459,13 +467,14 @@ def _cache_tags(cache, items: list[tuple[str, RawTags]]) -> None:
 
 
 def _index_from(tagged: dict[str, FileTags]) -> TagIndex:
-    index = TagIndex(files=tagged)
-    defined_in = index.defined_in
+    found: dict[str, list[str]] = {}
     for rel, tags in tagged.items():
         for name, kind, _depth in tags.outline():
             if kind != "impl":
-                defined_in[name].add(rel)
-    return index
+                definers = found.setdefault(name, [])
+                if not definers or definers[-1] != rel:
+                    definers.append(rel)
+    return TagIndex(files=tagged, defined_in=definers_table(found))
 
 
 # --------------------------------------------------------------------------- rendering

@@ -38,9 +38,10 @@ Progress = Callable[[int, int], None]  # (files tagged so far, files to tag)
 _ROOT = str(Path(__file__).resolve().parents[2])  # the folder holding this `qwen_lsp`
 
 
-def tag_file(path: str, rel: str) -> RawTags | None:
+def tag_file(path: str, rel: str, *, whole: bool = False) -> RawTags | None:
     """The tags of the file at `path` (named `rel` in its workspace), or None when it has none: too
-    big, binary, unreadable, or of a language without a grammar. The one rule, in-process or not."""
+    big, binary, unreadable, or of a language without a grammar. The one rule, in-process or not
+    (`whole`: a worker's, see treesitter.tags; the same tags)."""
     from qwen_lsp.context.repomap import MAX_FILE_BYTES, raw_tags
     from qwen_lsp.context.treesitter import language_for
 
@@ -51,7 +52,7 @@ def tag_file(path: str, rel: str) -> RawTags | None:
     if len(data) > MAX_FILE_BYTES or b"\x00" in data[:8192]:
         return None
     lang = language_for(rel)
-    return raw_tags(data.decode("utf-8", "replace"), lang) if lang else None
+    return raw_tags(data.decode("utf-8", "replace"), lang, whole=whole) if lang else None
 
 
 def workers_for(n_files: int) -> int:
@@ -191,6 +192,6 @@ def serve() -> None:
             return
         prefix = os.path.join(workspace, "")
         try:
-            _send(stdout, {rel: _pack(tag_file(prefix + rel, rel)) for rel in chunk})
+            _send(stdout, {rel: _pack(tag_file(prefix + rel, rel, whole=True)) for rel in chunk})
         except BrokenPipeError:
             return

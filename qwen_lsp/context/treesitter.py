@@ -490,13 +490,14 @@ def _slices(node: Node) -> list[tuple[int, int]]:
     return [(lo, min(end, lo + QUERY_SLICE_BYTES)) for lo in range(start, max(end, start + 1), QUERY_SLICE_BYTES)]
 
 
-def _matches(query: Query, node: Node) -> list[tuple[int, dict[str, list[Node]]]]:
-    """QueryCursor.matches over `node`, slice by slice (see QUERY_SLICE_BYTES). A match is kept
-    in the slice its first captured node starts in, so one that spans slices is not repeated (a
-    slice also returns a match that starts in it and captures only nodes past its end)."""
+def _matches(query: Query, node: Node, whole: bool = False) -> list[tuple[int, dict[str, list[Node]]]]:
+    """QueryCursor.matches over `node`, slice by slice (see QUERY_SLICE_BYTES), or in one call when
+    `whole`. A match is kept in the slice its first captured node starts in, so one that spans
+    slices is not repeated (a slice also returns a match that starts in it and captures only nodes
+    past its end)."""
     cursor = QueryCursor(query)
     slices = _slices(node)
-    if len(slices) == 1:
+    if whole or len(slices) == 1:
         return cursor.matches(node)
     out = []
     for n, (lo, hi) in enumerate(slices):
@@ -620,10 +621,12 @@ def _raw_definitions(matches: list[tuple[int, dict[str, list[Node]]]], source: b
     return out
 
 
-def tags(tree: Tree, source: bytes, lang: str) -> tuple[list[tuple], dict[str, int]]:
+def tags(tree: Tree, source: bytes, lang: str, *, whole: bool = False) -> tuple[list[tuple], dict[str, int]]:
     """A file's definitions (Definition's fields) and how often it references each name: what
     `definitions` and `references` give (the counts in match order, not always the source order
-    `references` lists them in), from one pass of one query over `tree` (parsed from `source`)."""
+    `references` lists them in), from one pass of one query over `tree` (parsed from `source`).
+    `whole`: the query in one call rather than in slices that hold the GIL for milliseconds each
+    (a tag worker's GIL holds up no one; slicing cost it ~10% of a big build's queries)."""
     entry = _tags_query(lang)
     if entry is None:
         query = _def_query(lang)
@@ -632,7 +635,7 @@ def tags(tree: Tree, source: bytes, lang: str) -> tuple[list[tuple], dict[str, i
     query, n_defs = entry
     def_matches: list[tuple[int, dict[str, list[Node]]]] = []
     refs_found: list[Node] = []
-    for match in _matches(query, tree.root_node):
+    for match in _matches(query, tree.root_node, whole):
         if match[0] < n_defs:
             def_matches.append(match)
         else:

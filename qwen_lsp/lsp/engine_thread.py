@@ -13,6 +13,7 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from qwen_lsp.heap import release_free_memory
 from qwen_lsp.settings import Settings
 
 if TYPE_CHECKING:  # the engine (openai, tree-sitter) loads on the engine thread, not before `initialize`
@@ -69,6 +70,9 @@ class EngineThread:
 
             with contextlib.suppress(RuntimeError):  # the server loop is gone: nobody waits
                 main.call_soon_threadsafe(copy)
+            # A run frees what it assembled (parses, prompts, a new reference graph); glibc would
+            # keep it, and the server's resident size would creep up fix after fix.
+            release_free_memory()
 
         def start() -> None:  # engine thread
             task = self.loop.create_task(coro)
@@ -95,6 +99,7 @@ class EngineThread:
             # Building the tokenizer holds the GIL for ~0.5 s (tiktoken's constructor): do it now,
             # not in the middle of the first fix while the user types.
             count_tokens("warm up")
+            release_free_memory()  # the vocabulary's Python copy, dropped once the encoder is built
 
         self.loop.call_soon_threadsafe(load)
 

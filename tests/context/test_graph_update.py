@@ -7,7 +7,7 @@ from collections import Counter
 
 import numpy as np
 
-from qwen_lsp.context.ranking import build_graph, update_graph
+from qwen_lsp.context.ranking import _add_rows, _rows, build_graph, update_graph
 from qwen_lsp.context.repomap import FileTags, _index_from
 from qwen_lsp.context.treesitter import Definition
 
@@ -35,3 +35,23 @@ def test_updating_the_changed_files_rows_gives_the_rebuilt_graph() -> None:
     assert not np.array_equal(updated.weight, graph.weight)
     # A file "changed" without any change: the same rows.
     assert np.array_equal(update_graph(graph, _index_from(dict(files)), ["m05.py"]).src, graph.src)
+
+
+def test_the_whole_graph_has_the_rows_each_file_makes_on_its_own() -> None:
+    # Names with several definers (a file among them referencing its own), a file without
+    # references, a name nobody defines, counts that differ: build_graph's rows, all made at once,
+    # are those _add_rows makes file by file, in the same order, with the same weights.
+    names = [f"name_{k}" for k in range(9)]
+    files = {f"m{i:02d}.py": _tags(names[i % 9 : i % 9 + 1] + names[(i * 2) % 9 : (i * 2) % 9 + 1],
+                                   {names[(i * 7 + j) % 9]: 1 + (i + j) % 5 for j in range(i % 4)} | {"nowhere": 2})
+             for i in range(25)}
+    files["empty.py"] = _tags(["lonely"], {})
+    graph = build_graph(_index_from(files))
+    rows = _rows()
+    for u, rel in enumerate(graph.files):
+        _add_rows(rows, u, files[rel], graph)
+    for column, made in zip(("src", "dst", "name", "weight"), rows):
+        whole, by_file = getattr(graph, column), np.frombuffer(made, dtype=getattr(graph, column).dtype)
+        assert whole.tobytes() == by_file.tobytes(), column
+    assert len(graph.src) and not np.any(graph.src == graph.dst)  # no edge from a file to itself
+    assert build_graph(_index_from({})).src.size == 0

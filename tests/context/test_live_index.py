@@ -43,7 +43,7 @@ def test_an_edit_inside_a_body_updates_the_map_like_a_cold_build(project: Path) 
     write(project, "app/views.py", text)  # the cold build reads disk
     assert_same_as_cold(live, project, ["app/views.py"])
     updated = live.graph()
-    assert updated is not graph and updated.factor is graph.factor  # only the edited file's edges were redone
+    assert updated is not graph and updated.definers is graph.definers  # only the edited file's edges were redone
     rebuilt = ranking.build_graph(live.tag_index())
     for column in ("src", "dst", "name", "weight"):
         assert getattr(updated, column).tolist() == getattr(rebuilt, column).tolist()

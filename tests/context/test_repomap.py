@@ -51,9 +51,9 @@ def test_tags_are_cached_by_mtime_and_size(project: Path, tmp_path: Path, monkey
     calls: list[str] = []
     real = repomap.raw_tags
 
-    def counting(text: str, lang: str):
+    def counting(text: str, lang: str, **kwargs):
         calls.append(lang)
-        return real(text, lang)
+        return real(text, lang, **kwargs)
 
     monkeypatch.setattr(repomap, "raw_tags", counting)
     cache = tmp_path / "cache"

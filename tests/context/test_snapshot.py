@@ -40,9 +40,9 @@ class Work:
         self.walks = 0
         extract, open_cache, walk = repomap.raw_tags, repomap._open_cache, repomap._walk
 
-        def counting_extract(text: str, lang: str):
+        def counting_extract(text: str, lang: str, **kwargs):
             self.parsed.append(text.splitlines()[0] if text else "")
-            return extract(text, lang)
+            return extract(text, lang, **kwargs)
 
         def counting_open(cache_dir):
             self.cache_opened += 1
@@ -121,7 +121,7 @@ def test_changed_added_and_deleted_files_are_picked_up(project: Path, tmp_path: 
     warm = repomap.build_index(project, cache_dir=cache)
     assert sorted(work.parsed) == ["class Invoice:", "def slugify(s):"]  # only what changed is parsed
     assert contents(warm) == contents(repomap.build_index(project))
-    assert "app/billing.py" not in warm.files and warm.defined_in["Invoice"] == {"app/extra.py"}
+    assert "app/billing.py" not in warm.files and warm.defined_in["Invoice"] == ("app/extra.py",)
     assert [d.name for d in warm.files["app/util.py"].defs] == ["slugify", "unslug"]
     # The rewritten snapshot has all of it: once the changes are old enough to trust, nothing is parsed.
     backdate(project, 30)
@@ -245,9 +245,11 @@ class GraphBuilds:
 def same_graph(a: ranking.RefGraph, b: ranking.RefGraph) -> bool:
     """Every field equal, the arrays byte for byte (dtype included)."""
     arrays = ("src", "dst", "name", "weight", "generic", "short")
+    packed = ("name_weight", "definer_start", "definers")
     return (all(getattr(a, f).dtype == getattr(b, f).dtype and getattr(a, f).tobytes() == getattr(b, f).tobytes()
                 for f in arrays)
-            and (a.files, a.file_pos, a.names, a.name_pos, a.factor) == (b.files, b.file_pos, b.names, b.name_pos, b.factor))
+            and all(getattr(a, f).typecode == getattr(b, f).typecode and getattr(a, f) == getattr(b, f) for f in packed)
+            and (a.files, a.file_pos, a.names, a.name_pos) == (b.files, b.file_pos, b.names, b.name_pos))
 
 
 def test_the_stored_graph_is_read_back_and_is_the_one_built(project: Path, tmp_path: Path,
@@ -378,3 +380,31 @@ def test_a_definition_decoded_for_one_ranking_is_kept_for_the_next(project: Path
     assert decoded and ranking.rank_definitions(index, focus_files=["app/billing.py"])
     assert ranking.rank_definitions(index, focus_files=FOCUS) == first
     assert len(decoded) == len(set(decoded))
+
+
+def test_the_reference_graph_reads_the_snapshots_reference_counts_without_keeping_them(
+        project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = tmp_path / "cache"
+    repomap.build_index(project, cache_dir=cache)
+    index = repomap.build_index(project, cache_dir=cache)
+    kept: list[int] = []
+    refs = snapshot.Snapshot.refs
+    monkeypatch.setattr(snapshot.Snapshot, "refs", lambda self, i: kept.append(i) or refs(self, i))
+    graph = ranking.build_graph(index)
+    assert kept == []  # every file's counts read once, none decoded into its FileTags for good
+    monkeypatch.undo()
+    assert same_graph(graph, ranking.build_graph(repomap.build_index(project)))
+    assert same_graph(graph, ranking._from_body(ranking._to_body(graph)))
+
+
+def test_the_name_table_gives_each_name_its_files_sorted_once(project: Path, tmp_path: Path) -> None:
+    write(project, "app/extra.py", "class Order:\n    pass\n\n\nclass Order:  # again\n    pass\n")
+    backdate(project)
+    cache = tmp_path / "cache"
+    cold = repomap.build_index(project)
+    repomap.build_index(project, cache_dir=cache)
+    warm = repomap.build_index(project, cache_dir=cache)
+    for index in (cold, warm):
+        assert index.defined_in["Order"] == ("app/extra.py", "app/models.py")
+        assert all(type(files) is tuple and list(files) == sorted(set(files)) for files in index.defined_in.values())
+    assert warm.defined_in == cold.defined_in

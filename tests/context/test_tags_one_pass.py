@@ -39,7 +39,10 @@ def test_one_pass_over_slices_counts_every_reference_once(monkeypatch, sample: P
     long = "\n".join([text] * (20_000 // len(text) + 2))
     whole = raw_tags(long, lang)
     monkeypatch.setattr(treesitter, "QUERY_SLICE_BYTES", 1000)  # boundaries all over the file
-    assert raw_tags(long, lang) == whole
+    sliced = raw_tags(long, lang)
+    assert sliced == whole
+    in_one_call = raw_tags(long, lang, whole=True)  # a tag worker's: the query over the file at once
+    assert in_one_call == sliced and list(in_one_call[1]) == list(sliced[1])  # the counts in the same order too
 
 
 def test_a_match_starting_in_one_slice_with_its_capture_in_the_next_is_kept_once(monkeypatch) -> None:
