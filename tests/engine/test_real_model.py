@@ -116,7 +116,7 @@ async def test_the_reading_plan_on_a_real_model_reads_at_most_its_budget_and_wri
     """The plan that may read, against a real server: whatever the model calls while planning, only reads
     run, within the budget, and the workspace is untouched."""
     settings = Settings(
-        base_url=llama_server, cache_dir=tmp_path / "cache", plan_max_tokens=160, patch_max_tokens=160, max_rounds=2,
+        base_url=llama_server, cache_dir=tmp_path / "cache", plan_max_tokens=96, patch_max_tokens=64, max_rounds=1,
         strategy="reading_plan", plan_read_calls=2,
     )
     task = Task(kind=TaskKind.command, description="pytest failed", command=PYTEST, terminal_output=PYTEST_OUTPUT,
