@@ -123,7 +123,11 @@ def test_the_readme_install_and_first_fix_work_in_a_clean_login_shell(tmp_path, 
         shell.sendline("exit")
         shell.expect(pexpect.EOF, timeout=10)
         shell.close()
+        # the first qfix started the newcomer's warm process: stopped as a user would, not left for its
+        # 15 idle minutes (it outlived the suite)
+        stop = login(newcomer, "qfix --warm-stop", repo, timeout=60)
     assert (repo / "script.py").read_text() == FIXED
+    assert stop.returncode == 0 and "stopped" in stop.stdout, stop.stdout + stop.stderr
     print("\nnewcomer path: " + ", ".join(f"{step} {seconds:.1f}s" for step, seconds in timings.items()))
 
 
