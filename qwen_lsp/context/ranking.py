@@ -132,12 +132,14 @@ def build_graph(index: TagIndex) -> RefGraph:
 
 def _all_rows(graph: RefGraph, ref_file: array, numbered: np.ndarray, ref_name: array,
               ref_count: array) -> tuple[np.ndarray, ...]:
-    """Every file's rows, as `_add_rows` makes them one file at a time (the same rows in the same
-    order, the same floating-point weights), with numpy: ~800k rows of a 25,000-file tree."""
+    """The rows (src, dst, name, weight) of reference counts given as columns: file, the name's
+    number (`numbered` maps it to its index in `graph.names`, -1 for a name not there), count. One
+    per (file, name it references, another file defining that name), by file then name: ~800k rows
+    of a 25,000-file tree, with numpy."""
     nid = numbered[np.frombuffer(ref_name, dtype=np.int32)]
     keep = nid >= 0
     u, nid, count = np.frombuffer(ref_file, dtype=np.int32)[keep], nid[keep], np.frombuffer(ref_count)[keep]
-    order = np.lexsort((nid, u))  # by file, then by name (`names` is sorted: as _add_rows sorts them)
+    order = np.lexsort((nid, u))  # by file, then by name (`names` is sorted)
     u, nid, count = u[order], nid[order], count[order]
     w = np.frombuffer(graph.name_weight)[nid] * np.sqrt(count)
     keep = w > 0
@@ -209,35 +211,11 @@ def _from_body(body: tuple) -> RefGraph:
     )
 
 
-Rows = tuple[array, array, array, array]  # src, dst, name (int32), weight (float64): packed, not a list of objects
-
-
-def _rows() -> Rows:
-    return array("i"), array("i"), array("i"), array("d")
-
-
-def _add_rows(rows: Rows, u: int, tags: FileTags, graph: RefGraph) -> None:
-    """The edges out of file `u`: one per (name it references, file defining that name)."""
-    src, dst, nid, weight = rows
-    refs, name_pos, definers, start = tags.ref_counts(), graph.name_pos, graph.definers, graph.definer_start
-    for name in sorted(refs.keys() & name_pos.keys()):
-        i = name_pos[name]
-        w = graph.name_weight[i] * math.sqrt(refs[name])
-        if w <= 0:
-            continue
-        for v in definers[start[i] : start[i + 1]]:
-            if v != u:
-                src.append(u)
-                dst.append(v)
-                nid.append(i)
-                weight.append(w)
-
-
-def _arrays(rows: Rows) -> tuple[np.ndarray, ...]:
-    # Views of the packed rows, not copies: a copy of a 25,000-file graph's was 16 MB more at its peak.
-    src, dst, nid, weight = rows
-    return (np.frombuffer(src, dtype=np.int32), np.frombuffer(dst, dtype=np.int32),
-            np.frombuffer(nid, dtype=np.int32), np.frombuffer(weight, dtype=np.float64))
+def _file_rows(graph: RefGraph, u: int, tags: FileTags) -> tuple[np.ndarray, ...]:
+    """The rows out of file `u` alone, as build_graph makes them (update_graph's)."""
+    known = [(i, count) for name, count in tags.ref_counts().items() if (i := graph.name_pos.get(name)) is not None]
+    return _all_rows(graph, array("i", repeat(u, len(known))), np.arange(len(graph.names), dtype=np.int32),
+                     array("i", (i for i, _ in known)), array("d", (count for _, count in known)))
 
 
 def tags_shape(tags: FileTags) -> tuple[frozenset, frozenset]:
@@ -258,9 +236,7 @@ def update_graph(graph: RefGraph, index: TagIndex, changed: Iterable[str]) -> Re
     at = 0
     for u in sorted({graph.file_pos[rel] for rel in changed}):
         start, end = np.searchsorted(graph.src, [u, u + 1], side="left")
-        rows = _rows()
-        _add_rows(rows, u, index.files[graph.files[u]], graph)
-        pieces += [tuple(c[at:start] for c in columns), _arrays(rows)]
+        pieces += [tuple(c[at:start] for c in columns), _file_rows(graph, u, index.files[graph.files[u]])]
         at = end
     pieces.append(tuple(c[at:] for c in columns))
     src, dst, nid, weight = (np.concatenate([p[k] for p in pieces]) for k in range(4))

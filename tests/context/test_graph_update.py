@@ -3,11 +3,12 @@ changed files' rows replaced where they were, the same arrays a whole rebuild gi
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 
 import numpy as np
 
-from qwen_lsp.context.ranking import _add_rows, _rows, build_graph, update_graph
+from qwen_lsp.context.ranking import _file_rows, build_graph, update_graph
 from qwen_lsp.context.repomap import FileTags, _index_from
 from qwen_lsp.context.treesitter import Definition
 
@@ -40,18 +41,33 @@ def test_updating_the_changed_files_rows_gives_the_rebuilt_graph() -> None:
 def test_the_whole_graph_has_the_rows_each_file_makes_on_its_own() -> None:
     # Names with several definers (a file among them referencing its own), a file without
     # references, a name nobody defines, counts that differ: build_graph's rows, all made at once,
-    # are those _add_rows makes file by file, in the same order, with the same weights.
+    # are those _file_rows makes file by file (what update_graph splices in), in the same order,
+    # with the same weights.
     names = [f"name_{k}" for k in range(9)]
     files = {f"m{i:02d}.py": _tags(names[i % 9 : i % 9 + 1] + names[(i * 2) % 9 : (i * 2) % 9 + 1],
                                    {names[(i * 7 + j) % 9]: 1 + (i + j) % 5 for j in range(i % 4)} | {"nowhere": 2})
              for i in range(25)}
     files["empty.py"] = _tags(["lonely"], {})
     graph = build_graph(_index_from(files))
-    rows = _rows()
-    for u, rel in enumerate(graph.files):
-        _add_rows(rows, u, files[rel], graph)
-    for column, made in zip(("src", "dst", "name", "weight"), rows):
-        whole, by_file = getattr(graph, column), np.frombuffer(made, dtype=getattr(graph, column).dtype)
-        assert whole.tobytes() == by_file.tobytes(), column
+    rows = [_file_rows(graph, u, files[rel]) for u, rel in enumerate(graph.files)]
+    for k, column in enumerate(("src", "dst", "name", "weight")):
+        whole, by_file = getattr(graph, column), np.concatenate([r[k] for r in rows])
+        assert whole.dtype == by_file.dtype and whole.tobytes() == by_file.tobytes(), column
     assert len(graph.src) and not np.any(graph.src == graph.dst)  # no edge from a file to itself
     assert build_graph(_index_from({})).src.size == 0
+
+
+def test_a_rows_weight_is_the_names_idf_share_times_the_root_of_the_count() -> None:
+    # An oracle for the arithmetic both build_graph and update_graph use: b.py calls `compute`
+    # (defined in a.py and c.py) 4 times; three of the four files reference it.
+    files = {"a.py": _tags(["compute"], {}), "b.py": _tags(["helper"], {"compute": 4}),
+             "c.py": _tags(["compute"], {"compute": 1}), "d.py": _tags(["other"], {"compute": 9, "helper": 1})}
+    graph = build_graph(_index_from(files))
+    a, b, c, d = (graph.file_pos[f] for f in ("a.py", "b.py", "c.py", "d.py"))
+    idf_share = math.log((4 + 1) / 3) / 2  # log((files + 1) / referrers) / definers
+    rows = {(int(s), int(t), graph.names[int(n)]): float(w)
+            for s, t, n, w in zip(graph.src, graph.dst, graph.name, graph.weight)}
+    assert rows[(b, a, "compute")] == rows[(b, c, "compute")] == idf_share * math.sqrt(4)
+    assert rows[(c, a, "compute")] == idf_share  # c.py's own definition is no edge
+    assert (c, c, "compute") not in rows
+    assert rows[(d, b, "helper")] == math.log(5 / 1) and rows[(d, c, "compute")] == idf_share * 3
