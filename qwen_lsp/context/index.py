@@ -31,8 +31,9 @@ from qwen_lsp.context.callees import ParseCache
 from qwen_lsp.context.git_context import GitCache
 from qwen_lsp.context.mapmemo import MapMemo
 from qwen_lsp.context.ranking import RefGraph, build_graph, focus_imports, tags_shape, update_graph
-from qwen_lsp.context.repomap import MAX_FILE_BYTES, FileTags, TagIndex, build_index, extract_tags, list_files
-from qwen_lsp.context.snapshot import definers_table
+from qwen_lsp.context.repomap import (
+    MAX_FILE_BYTES, FileTags, TagIndex, build_index, extract_tags, index_from, list_files,
+)
 from qwen_lsp.context.treesitter import language_for
 from qwen_lsp.heap import release_free_memory
 
@@ -295,14 +296,7 @@ def _next_index(previous: TagIndex | None, tags: dict[str, FileTags], dirty: dic
     """A new TagIndex for `tags`. Readers on another thread may still hold `previous`, so nothing
     of it is mutated: its name table is copied and only the names of the `dirty` files are redone."""
     if previous is None:
-        found: dict[str, list[str]] = {}
-        for rel, file_tags in tags.items():
-            for d in file_tags.defs:
-                if d.kind != "impl":
-                    definers = found.setdefault(d.name, [])
-                    if not definers or definers[-1] != rel:
-                        definers.append(rel)
-        return TagIndex(files=dict(tags), defined_in=definers_table(found))
+        return index_from(dict(tags))
     defined_in = dict(previous.defined_in)
     for rel in dirty:
         before = {d.name for d in (previous.files.get(rel) or FileTags([], Counter())).defs if d.kind != "impl"}

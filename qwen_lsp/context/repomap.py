@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from qwen_lsp.files import inside
 from qwen_lsp.context import snapshot, tagpool
-from qwen_lsp.context.snapshot import DefinedIn, Listing, Snapshot, definers_table
+from qwen_lsp.context.snapshot import DefinedIn, Listing, Snapshot, add_definer, definers_table
 from qwen_lsp.context.tagpool import RawTags
 from qwen_lsp.context.treesitter import (
     CONTAINER_KINDS, EXTENSIONS, Definition, definitions, has_definitions, language_for, parse, parse_uncached, references,
@@ -355,10 +355,10 @@ def build_index(workspace: Path, *, cache_dir: Path | None = None, files: Iterab
                     return index
                 # Another process replaced the snapshot meanwhile (rare): build again, keeping the tags.
                 return build_index(workspace, cache_dir=cache_dir, files=files, progress=progress, read_back=False)
-            index = _index_from(_tags_of(found))
+            index = index_from(_tags_of(found))
             index.stored_graph = (snapshot.graph_path(path), content_key)
             return index
-    return _index_from(_tags_of(found))
+    return index_from(_tags_of(found))
 
 
 def _raw(tags: FileTags | RawTags | tagpool.Packed) -> RawTags:
@@ -466,14 +466,13 @@ def _cache_tags(cache, items: list[tuple[str, RawTags]]) -> None:
         log.debug("repo-map tags not cached", exc_info=True)
 
 
-def _index_from(tagged: dict[str, FileTags]) -> TagIndex:
+def index_from(tagged: dict[str, FileTags]) -> TagIndex:
+    """The index of these files' tags (taken, not copied), its name table made from them."""
     found: dict[str, list[str]] = {}
     for rel, tags in tagged.items():
         for name, kind, _depth in tags.outline():
             if kind != "impl":
-                definers = found.setdefault(name, [])
-                if not definers or definers[-1] != rel:
-                    definers.append(rel)
+                add_definer(found, name, rel)
     return TagIndex(files=tagged, defined_in=definers_table(found))
 
 

@@ -183,6 +183,14 @@ class Snapshot:
         return out
 
 
+def add_definer(found: dict[str, list[str]], name: str, rel: str) -> None:
+    """Note in `found` that file `rel` defines `name` (a file's definitions come together: each
+    file is noted once per name)."""
+    definers = found.setdefault(name, [])
+    if not definers or definers[-1] != rel:
+        definers.append(rel)
+
+
 def definers_table(found: dict[str, list[str]]) -> DefinedIn:
     """`found` (name -> the files defining it, perhaps unsorted) as a DefinedIn."""
     return {name: tuple(sorted(files)) if len(files) > 1 else tuple(files) for name, files in found.items()}
@@ -288,9 +296,7 @@ def write(
         name_len = sig_len = 0
         for name, kind, line, end, sig, depth in defs:
             if found_in is not None and kind != "impl":
-                definers = found_in.setdefault(name, [])
-                if not definers or definers[-1] != rel:  # a file's definitions come together
-                    definers.append(rel)
+                add_definer(found_in, name, rel)
             names.append(name)
             kinds.append(kind_pos.setdefault(kind, len(kind_pos)))
             lines.append(line)

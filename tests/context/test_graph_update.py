@@ -9,7 +9,7 @@ from collections import Counter
 import numpy as np
 
 from qwen_lsp.context.ranking import _file_rows, build_graph, update_graph
-from qwen_lsp.context.repomap import FileTags, _index_from
+from qwen_lsp.context.repomap import FileTags, index_from
 from qwen_lsp.context.treesitter import Definition
 
 
@@ -21,7 +21,7 @@ def test_updating_the_changed_files_rows_gives_the_rebuilt_graph() -> None:
     names = [f"name_{k}" for k in range(12)]
     files = {f"m{i:02d}.py": _tags(names[i % 12 : i % 12 + 1], {names[(i * 5 + j) % 12]: 1 + j for j in range(4)})
              for i in range(30)}
-    graph = build_graph(_index_from(dict(files)))
+    graph = build_graph(index_from(dict(files)))
     assert np.all(np.diff(graph.src) >= 0)  # rows sorted by referrer: what the update relies on
     # Same names referenced and defined (the shape), other counts: the first, a middle and the last file.
     changed = ["m00.py", "m13.py", "m29.py"]
@@ -29,13 +29,13 @@ def test_updating_the_changed_files_rows_gives_the_rebuilt_graph() -> None:
     for rel in changed:
         old = files[rel]
         edited[rel] = _tags([d.name for d in old.defs], {name: 7 * n for name, n in old.refs.items()})
-    index = _index_from(edited)
+    index = index_from(edited)
     updated, rebuilt = update_graph(graph, index, changed), build_graph(index)
     for column in ("src", "dst", "name", "weight"):
         assert np.array_equal(getattr(updated, column), getattr(rebuilt, column)), column
     assert not np.array_equal(updated.weight, graph.weight)
     # A file "changed" without any change: the same rows.
-    assert np.array_equal(update_graph(graph, _index_from(dict(files)), ["m05.py"]).src, graph.src)
+    assert np.array_equal(update_graph(graph, index_from(dict(files)), ["m05.py"]).src, graph.src)
 
 
 def test_the_whole_graph_has_the_rows_each_file_makes_on_its_own() -> None:
@@ -48,13 +48,13 @@ def test_the_whole_graph_has_the_rows_each_file_makes_on_its_own() -> None:
                                    {names[(i * 7 + j) % 9]: 1 + (i + j) % 5 for j in range(i % 4)} | {"nowhere": 2})
              for i in range(25)}
     files["empty.py"] = _tags(["lonely"], {})
-    graph = build_graph(_index_from(files))
+    graph = build_graph(index_from(files))
     rows = [_file_rows(graph, u, files[rel]) for u, rel in enumerate(graph.files)]
     for k, column in enumerate(("src", "dst", "name", "weight")):
         whole, by_file = getattr(graph, column), np.concatenate([r[k] for r in rows])
         assert whole.dtype == by_file.dtype and whole.tobytes() == by_file.tobytes(), column
     assert len(graph.src) and not np.any(graph.src == graph.dst)  # no edge from a file to itself
-    assert build_graph(_index_from({})).src.size == 0
+    assert build_graph(index_from({})).src.size == 0
 
 
 def test_a_rows_weight_is_the_names_idf_share_times_the_root_of_the_count() -> None:
@@ -62,7 +62,7 @@ def test_a_rows_weight_is_the_names_idf_share_times_the_root_of_the_count() -> N
     # (defined in a.py and c.py) 4 times; three of the four files reference it.
     files = {"a.py": _tags(["compute"], {}), "b.py": _tags(["helper"], {"compute": 4}),
              "c.py": _tags(["compute"], {"compute": 1}), "d.py": _tags(["other"], {"compute": 9, "helper": 1})}
-    graph = build_graph(_index_from(files))
+    graph = build_graph(index_from(files))
     a, b, c, d = (graph.file_pos[f] for f in ("a.py", "b.py", "c.py", "d.py"))
     idf_share = math.log((4 + 1) / 3) / 2  # log((files + 1) / referrers) / definers
     rows = {(int(s), int(t), graph.names[int(n)]): float(w)
