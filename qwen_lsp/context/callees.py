@@ -199,7 +199,7 @@ class ParseCache:
 
     def __init__(self, max_files: int = MAX_CACHED_FILES) -> None:
         self._files: dict[str, tuple[str, FileTags | None, _Parsed]] = {}
-        self._tables: dict[str, tuple[tuple[str, ...], dict[str, list[str]]]] = {}  # stems, folders, modules
+        self._tables: dict[FilesTable, tuple[tuple[str, ...], dict[str, list[str]]]] = {}  # by what builds them
         self._around: dict[str, tuple[FileTags, dict[int, str]]] = {}
         self._max = max_files
         self._lock = threading.Lock()  # a prefetch and a fix may walk at once, on two threads
@@ -226,24 +226,17 @@ class ParseCache:
                 hit = self._around[path] = (tags, _classes_around(tags.defs))
         return hit[1]
 
-    def stems(self, index: TagIndex) -> dict[str, list[str]]:
-        return self._table("stems", index, _stem_table)
-
-    def folders(self, index: TagIndex) -> dict[str, list[str]]:
-        return self._table("folders", index, _folder_table)
-
-    def modules(self, index: TagIndex) -> dict[str, list[str]]:
-        return self._table("modules", index, _module_table)
-
-    def _table(self, kind: str, index: TagIndex, build: Callable[[Iterable[str]], dict[str, list[str]]]
-               ) -> dict[str, list[str]]:
-        """A table over the index's file names, kept while the index has the same files (replaced
-        whole when they change: a walk reading the old one keeps its own)."""
+    def table(self, index: TagIndex, build: FilesTable) -> dict[str, list[str]]:
+        """`build(index's file names)` (the stem, folder or module table), kept while the index has
+        the same files (replaced whole when they change: a walk reading the old one keeps its own)."""
         files = tuple(index.files)
-        kept = self._tables.get(kind)
+        kept = self._tables.get(build)
         if kept is None or kept[0] != files:
-            kept = self._tables[kind] = (files, build(files))
+            kept = self._tables[build] = (files, build(files))
         return kept[1]
+
+
+FilesTable = Callable[[Iterable[str]], dict[str, list[str]]]  # a table over the index's file names
 
 
 def _stem_table(files: Iterable[str]) -> dict[str, list[str]]:
@@ -285,15 +278,13 @@ class CalleeWalk:
         self.read = read
         self.cache = cache
         self._files: dict[str, _Parsed | None] = {}
-        self._modules: dict[str, list[str]] | None = None
         self.classes: set[str] = set()  # classes reached: their methods win an ambiguous x.m()
         self.class_defs: list[tuple[str, Definition]] = []  # the same classes: their dunders, their families
         self._reached_keys: set[tuple[str, int]] = set()
         self._bases: dict[tuple[str, int], list[tuple[str, Definition]]] = {}
         self._inherited: dict[tuple[str, int, str], list[tuple[str, Definition]]] = {}
         self._derives: dict[tuple[str, int, tuple[str, int]], bool] = {}
-        self._stem_table: dict[str, list[str]] | None = None
-        self._folder_table: dict[str, list[str]] | None = None
+        self._tables: dict[FilesTable, dict[str, list[str]]] = {}  # the stem, folder and module tables, once per walk
         self._class_names: dict[str, tuple[FileTags, dict[int, str]]] = {}  # path -> (tags, def line -> its class)
         self._module_paths: dict[tuple[str, str], list[str]] = {}
         self.words: frozenset[str] = frozenset()  # words of the failure (its test, its message): rank a family
@@ -329,11 +320,9 @@ class CalleeWalk:
     def _find_module_paths(self, importer: str, module: str) -> list[str]:
         if language_for(importer) in JS_LANGS:
             return [c for c in js_module_candidates(importer, module) if c in self.index.files][:1]
-        if self._modules is None:
-            self._modules = self.cache.modules(self.index) if self.cache is not None else _module_table(self.index.files)
         if module.startswith("."):
             return [c for c in module_file_candidates(importer, module) if c in self.index.files]
-        return self._modules.get(module, [])
+        return self._table(_module_table).get(module, [])
 
     # -- resolution ----------------------------------------------------------------------------
 
@@ -445,7 +434,7 @@ class CalleeWalk:
         if is_type_segment(last):
             return [(path, m) for path, d in self.index.lookup(last) if d.kind in CONTAINER_KINDS
                     and (pp := self.parsed(path)) is not None for m in pp.members(d, name)] or None
-        stems = self._stems()  # tax.rs, or tax/mod.rs among the mod.rs files
+        stems = self._table(_stem_table)  # tax.rs, or tax/mod.rs among the mod.rs files
         candidates = [*stems.get(last, ()), *stems.get("mod", ())]
         return [t for f in module_files(p.path, recv, candidates) for t in self._top(f, name)] or None
 
@@ -455,7 +444,7 @@ class CalleeWalk:
         b = p.bindings.get(site.receiver) if site.receiver is not None else None
         if b is None:
             return None
-        folder = package_files(b.module, self._folders().get(b.module.rstrip("/").rsplit("/", 1)[-1], ()))
+        folder = package_files(b.module, self._table(_folder_table).get(b.module.rstrip("/").rsplit("/", 1)[-1], ()))
         return [t for f in folder for t in self._top(f, site.name)] if folder else None
 
     def resolve(self, p: _Parsed, cls: Definition | None, site: Site, caller: Definition | None = None) -> list[tuple[str, Definition]]:
@@ -655,22 +644,19 @@ class CalleeWalk:
         found = [(path, d) for path, d in self._global(name) if path != p.path or d.depth == 0]
         if found:
             return found[:MAX_AMBIGUOUS]
-        stems = [f for f in self._stems().get(name, []) if f != p.path]
+        stems = [f for f in self._table(_stem_table).get(name, []) if f != p.path]
         if 0 < len(stems) <= 2:
             return [(f, d) for f in stems if (fp := self.parsed(f)) is not None for d in fp.defs
                     if d.depth == 0 and d.kind not in CONTAINER_KINDS][:MAX_AMBIGUOUS]
         return []
 
-    def _stems(self) -> dict[str, list[str]]:
-        if self._stem_table is None:
-            self._stem_table = self.cache.stems(self.index) if self.cache is not None else _stem_table(self.index.files)
-        return self._stem_table
-
-    def _folders(self) -> dict[str, list[str]]:
-        if self._folder_table is None:
-            self._folder_table = (self.cache.folders(self.index) if self.cache is not None
-                                  else _folder_table(self.index.files))
-        return self._folder_table
+    def _table(self, build: FilesTable) -> dict[str, list[str]]:
+        """A table over the index's file names, from the parse cache when there is one (memoised per walk)."""
+        found = self._tables.get(build)
+        if found is None:
+            found = self._tables[build] = (self.cache.table(self.index, build) if self.cache is not None
+                                           else build(self.index.files))
+        return found
 
     # -- the walk ------------------------------------------------------------------------------
 
