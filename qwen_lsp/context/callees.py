@@ -65,6 +65,7 @@ _SELF_ATTRIBUTE = re.compile(r"\bself\.([A-Za-z_]\w*)\b(?!\s*\()")  # `self.pct`
 _PROPERTY = re.compile(r"\s*@(?:\w+\.)*(?:property|cached_property)\b")
 TEST_HELPER = 0.5  # a definition in a test file (a helper, a fixture class) ranks this much lower than library code
 LATE_OPERATOR = 0.5  # an operator of a start on a class reached after it: a guess at what the object is
+SELF_RECEIVERS = ("self", "cls", "this")  # the object or class a method runs on
 CONSTRUCTORS = ("__init__", "__post_init__", "__new__", "__call__", "constructor")  # constructor: JS/TS `new C()`
 _COMMON_PARTS = {"visit", "eval", "get", "set", "check", "handle", "parse", "render", "item", "iter", "init", "str",
                  "repr", "call", "new", "exit", "enter", "self", "node"}
@@ -450,7 +451,7 @@ class CalleeWalk:
     def resolve(self, p: _Parsed, cls: Definition | None, site: Site, caller: Definition | None = None) -> list[tuple[str, Definition]]:
         """Definitions `site` (in file p, inside class cls, in function caller) may mean, best guesses only."""
         name, recv = site.name, site.receiver
-        if recv in ("self", "cls", "this", "super()"):
+        if recv in (*SELF_RECEIVERS, "super()"):
             if cls is not None and recv != "super()" and (own := p.members(cls, name)):
                 # a template method: `self._deserialize()` in Field runs TimeDelta's when the walk reached it
                 return [(p.path, d) for d in own] + self.overrides(p.path, cls, name)
@@ -759,7 +760,7 @@ class CalleeWalk:
                     self.reach_class(tp, td)
                 # again for every `x.m()`: one resolved before (to a class a hint reached) may mean the new one's
                 resolved = [(site, [t for t in self.resolve(p, cls, site, d) if (t[0], t[1].line) != key] or ts
-                             if site.receiver is not None and site.receiver not in ("self", "cls", "this") else ts)
+                             if site.receiver not in (None, *SELF_RECEIVERS) else ts)
                             for site, ts in resolved]
             for site, targets in resolved:
                 targets = self._without_overloads(targets)
@@ -770,7 +771,7 @@ class CalleeWalk:
                     continue
                 # `x.m()` of a class this very body constructs, else of any class reached
                 own = [t for t in targets if self._class_name(*t) in made] \
-                    if made and site.receiver not in (None, "self", "cls", "this") and len(targets) > 1 else []
+                    if made and site.receiver not in (None, *SELF_RECEIVERS) and len(targets) > 1 else []
                 preferred = own or [t for t in targets if self._of_reached_class(*t)]
                 targets = preferred or targets
                 share = 1.0 / len(targets)
@@ -898,7 +899,7 @@ class CalleeWalk:
         if tags is not None:  # the walk's definitions of a file are its tags' (see _parse): no scan of them
             return self._class_of(path, tags).get(d.line)
         p = self.parsed(path)
-        c = p.classes_of(d) if p is not None and d.depth > 0 else None
+        c = p.classes_of(d) if p is not None else None
         return c.name if c is not None else None
 
     # -- names the test carries ------------------------------------------------------------------
