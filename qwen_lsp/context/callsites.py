@@ -15,7 +15,7 @@ from functools import cache
 from tree_sitter import Query, QueryCursor, Tree
 
 from qwen_lsp.context.grammars import get_language
-from qwen_lsp.context.treesitter import node_text, source_of
+from qwen_lsp.context.treesitter import node_str, source_of
 
 log = logging.getLogger(__name__)
 
@@ -118,10 +118,6 @@ def _queries(lang: str) -> tuple[Query, ...]:
         return ()
 
 
-def _text(node, source: bytes | None) -> str:
-    return node_text(node, source).decode("utf-8", "replace")
-
-
 def call_sites(tree: Tree, lang: str, start_line: int, end_line: int) -> list[Site]:
     """Sites in lines start_line..end_line (1-based, inclusive), in source order, one per (name, receiver, kind)."""
     found: dict[tuple[str, str | None, str], Site] = {}
@@ -136,7 +132,7 @@ def call_sites(tree: Tree, lang: str, start_line: int, end_line: int) -> list[Si
                     line = node.start_point[0] + 1
                     if not start_line <= line <= end_line:
                         continue
-                    receiver = " ".join(_text(recv[0], source).split()) if recv else None
+                    receiver = " ".join(node_str(recv[0], source).split()) if recv else None
                     if receiver is None and node.type == "identifier" and node.parent is not None \
                             and node.parent.type == "token_tree" and (before := node.prev_sibling) is not None:
                         if before.type == "::" or (before.type == "." and before.prev_sibling is not None
@@ -146,7 +142,7 @@ def call_sites(tree: Tree, lang: str, start_line: int, end_line: int) -> list[Si
                             receiver = "?"  # `x.len()` in a macro: a method of something unknown
                     if receiver is not None and len(receiver) > 80:
                         receiver = "?"  # a call chain or a literal: its type is unknown
-                    key = (_text(node, source), receiver, kind)
+                    key = (node_str(node, source), receiver, kind)
                     if key not in found:
                         found[key] = Site(name=key[0], receiver=receiver, kind=kind, line=line)
     return sorted(found.values(), key=lambda s: s.line)
@@ -162,22 +158,22 @@ def python_bindings(tree: Tree) -> dict[str, Binding]:
                 if child.type == "aliased_import":
                     dotted, alias = child.child_by_field_name("name"), child.child_by_field_name("alias")
                     if dotted is not None and alias is not None:
-                        out[_text(alias, source)] = Binding(_text(dotted, source), None)
+                        out[node_str(alias, source)] = Binding(node_str(dotted, source), None)
                 else:
-                    dotted = _text(child, source)
+                    dotted = node_str(child, source)
                     out[dotted.split(".")[0]] = Binding(dotted.split(".")[0], None)
         elif node.type == "import_from_statement":
             module_node = node.child_by_field_name("module_name")
             if module_node is None:
                 continue
-            module = "".join(_text(module_node, source).split())
+            module = "".join(node_str(module_node, source).split())
             for child in node.children_by_field_name("name"):
                 if child.type == "aliased_import":
                     name, alias = child.child_by_field_name("name"), child.child_by_field_name("alias")
                     if name is not None and alias is not None:
-                        out[_text(alias, source)] = Binding(module, _text(name, source))
+                        out[node_str(alias, source)] = Binding(module, node_str(name, source))
                 else:
-                    out[_text(child, source)] = Binding(module, _text(child, source))
+                    out[node_str(child, source)] = Binding(module, node_str(child, source))
     return out
 
 
@@ -262,5 +258,5 @@ def filter_names(tree: Tree, lang: str | None, start_line: int, end_line: int) -
     out: list[str] = []
     source = source_of(tree)
     for node in cursor.captures(tree.root_node).get("s", []):
-        out.extend(re.findall(r"\|\s*([A-Za-z_]\w+)", _text(node, source)))
+        out.extend(re.findall(r"\|\s*([A-Za-z_]\w+)", node_str(node, source)))
     return list(dict.fromkeys(out))

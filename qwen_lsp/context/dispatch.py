@@ -24,7 +24,7 @@ from tree_sitter import Node, Query, QueryCursor, Tree
 
 from qwen_lsp.context.callsites import Binding
 from qwen_lsp.context.grammars import get_language
-from qwen_lsp.context.treesitter import node_text, source_of
+from qwen_lsp.context.treesitter import node_str, node_text, source_of
 
 log = logging.getLogger(__name__)
 
@@ -68,10 +68,6 @@ class Dispatch:
     kind: str
     names: tuple[str, ...]
     line: int
-
-
-def _text(node: Node, source: bytes | None) -> str:
-    return node_text(node, source).decode("utf-8", "replace")
 
 
 _QUERIES = {
@@ -140,12 +136,12 @@ def dispatches(tree: Tree, lang: str, start_line: int, end_line: int, *, strings
                 if cap == "cmp":
                     for op in node.children:
                         if not op.is_named or op.type in ("in", "not in"):
-                            add("dunder", _COMPARE.get(" ".join(_text(op, source).split()), ()), node)
+                            add("dunder", _COMPARE.get(" ".join(node_str(op, source).split()), ()), node)
                 elif cap == "bin" and (op := node.child_by_field_name("operator")) is not None:
-                    if name := _BINARY.get(_text(op, source)):
+                    if name := _BINARY.get(node_str(op, source)):
                         add("dunder", (name, "__r" + name[2:]), node)
                 elif cap == "aug" and (op := node.child_by_field_name("operator")) is not None:
-                    if name := _BINARY.get(_text(op, source).rstrip("=")):
+                    if name := _BINARY.get(node_str(op, source).rstrip("=")):
                         add("dunder", ("__i" + name[2:], name), node)
                 elif cap == "sub":
                     parent = node.parent
@@ -158,37 +154,37 @@ def dispatches(tree: Tree, lang: str, start_line: int, end_line: int, *, strings
                 elif cap == "with":
                     add("dunder", ("__enter__", "__exit__"), node)
                 elif cap == "fn":
-                    name = _text(node, source)
+                    name = node_str(node, source)
                     called.add(name)
                     if name in _BUILTINS:
                         add("dunder", _BUILTINS[name], node)
                     elif name == "getattr" and (args := node.parent.child_by_field_name("arguments")) is not None \
                             and len(args.named_children) >= 2:
                         add("family", _family(args.named_children[0], args.named_children[1], source), node)
-                elif cap == "mixin" and (name := _text(node, source)) in _MIXINS:
+                elif cap == "mixin" and (name := node_str(node, source)) in _MIXINS:
                     add("dunder", _MIXINS[name], node)
                 elif cap == "table":
-                    add("table", (" ".join(_text(node, source).split()),), node)
+                    add("table", (" ".join(node_str(node, source).split()),), node)
                 elif cap == "picked" and node.parent is not None and node.parent.parent is not None \
                         and (left := node.parent.parent.child_by_field_name("left")) is not None:
-                    picked.append((_text(left, source), node))
+                    picked.append((node_str(left, source), node))
                 elif cap == "prefix":
                     while node.type == "binary_expression" and (left := node.child_by_field_name("left")) is not None:
                         node = left  # 'check' + a + b: the leftmost operand
-                    if node.type in ("string", "template_string") and (m := _PREFIX.match(_text(node, source))):
+                    if node.type in ("string", "template_string") and (m := _PREFIX.match(node_str(node, source))):
                         add("family", (m.group(1),), node)
                 elif cap == "str" and strings < MAX_STRINGS:
                     strings += 1
                     parent = node.parent
                     call = parent.parent if parent is not None else None
                     if call is not None and call.type == "call_expression" and call.children \
-                            and _text(call.children[0], source) == "require":
+                            and node_str(call.children[0], source) == "require":
                         continue  # a module specifier: bindings resolve it
                     if (text := _string_text(node, source)) and _STRING.match(text):
                         add("string", (text,), node)
     for name, node in picked:  # a table entry picked into a name, then called by that name
         if name in called:
-            add("table", (" ".join(_text(node, source).split()),), node)
+            add("table", (" ".join(node_str(node, source).split()),), node)
     return sorted(out.values(), key=lambda d: d.line)
 
 
@@ -196,18 +192,18 @@ def _family(obj: Node, name: Node, source: bytes | None) -> tuple[str, ...]:
     """What a getattr's built name says of the methods it may pick: (prefix,) for `"visit_" + kind`,
     ("", suffix) for f"{key}_sql", ("", "") for any other name built on self or cls (pyflakes'
     `getattr(self, node_class.__name__.upper())`: any method of the class); () for nothing to go on."""
-    text = " ".join(_text(name, source).split())
+    text = " ".join(node_str(name, source).split())
     if m := _PREFIX.match(text):
         return (m.group(1),)
     if m := _SUFFIX.search(text):
         return ("", next(g for g in m.groups() if g))
-    if name.type != "string" and _text(obj, source) in ("self", "cls"):
+    if name.type != "string" and node_str(obj, source) in ("self", "cls"):
         return ("", "")
     return ()
 
 
 def _string_text(node: Node, source: bytes | None) -> str:
-    text = _text(node, source)
+    text = node_str(node, source)
     m = re.match(r"""^[A-Za-z]*(['"`]{1,3})(.*?)\1$""", text, re.S)
     return m.group(2) if m else ""
 
@@ -242,7 +238,7 @@ def table_members(tree: Tree, lang: str, name: str, start_line: int, end_line: i
             left, right = node.child_by_field_name("name"), node.child_by_field_name("value")
         elif node.type in ("pair",) and lang == "python":
             continue
-        if left is None or right is None or _text(left, source) != name:
+        if left is None or right is None or node_str(left, source) != name:
             continue
         if right.type not in ("dictionary", "list", "tuple", "set", "object", "array"):
             continue
@@ -251,12 +247,12 @@ def table_members(tree: Tree, lang: str, name: str, start_line: int, end_line: i
             if value is None:
                 continue
             if value.type in ("identifier",):
-                out.append((None, _text(value, source), value.start_point[0] + 1))
+                out.append((None, node_str(value, source), value.start_point[0] + 1))
             elif value.type in ("attribute", "member_expression"):
                 obj = value.child_by_field_name("object")
                 attr = value.child_by_field_name("attribute") or value.child_by_field_name("property")
                 if obj is not None and attr is not None:
-                    out.append((" ".join(_text(obj, source).split()), _text(attr, source), value.start_point[0] + 1))
+                    out.append((" ".join(node_str(obj, source).split()), node_str(attr, source), value.start_point[0] + 1))
         out.append((None, "", (right.start_point[0] + 1) * 100_000 + right.end_point[0] + 1))
         break
     return out
@@ -280,7 +276,7 @@ def js_bindings(tree: Tree) -> dict[str, Binding]:
         if node is None or node.type != "call_expression":
             return None
         fn, args = node.child_by_field_name("function"), node.child_by_field_name("arguments")
-        if fn is None or args is None or _text(fn, source) not in ("require", "import") or not args.named_children:
+        if fn is None or args is None or node_str(fn, source) not in ("require", "import") or not args.named_children:
             return None
         first = args.named_children[0]
         return _string_text(first, source) or None if first.type == "string" else None
@@ -293,7 +289,7 @@ def js_bindings(tree: Tree) -> dict[str, Binding]:
                 stars += 1
             elif item.type == "pair" and (key := item.child_by_field_name("key")) is not None \
                     and (mod := required(item.child_by_field_name("value"))):
-                out[_text(key, source)] = Binding(mod, None)
+                out[node_str(key, source)] = Binding(mod, None)
 
     for top in tree.root_node.children:
         node = top.child_by_field_name("declaration") if top.type == "export_statement" and top.child_by_field_name("declaration") else top
@@ -307,20 +303,20 @@ def js_bindings(tree: Tree) -> dict[str, Binding]:
                     mod = required(obj)  # const x = require('./m').x
                     prop = value.child_by_field_name("property")
                     if mod and name is not None and prop is not None and name.type == "identifier":
-                        out[_text(name, source)] = Binding(mod, _text(prop, source))
+                        out[node_str(name, source)] = Binding(mod, node_str(prop, source))
                     continue
                 if mod is None or name is None:
                     continue
                 if name.type == "identifier":
-                    out[_text(name, source)] = Binding(mod, None)
+                    out[node_str(name, source)] = Binding(mod, None)
                 elif name.type == "object_pattern":
                     for part in name.named_children:
                         if part.type == "shorthand_property_identifier_pattern":
-                            out[_text(part, source)] = Binding(mod, _text(part, source))
+                            out[node_str(part, source)] = Binding(mod, node_str(part, source))
                         elif part.type == "pair_pattern":
                             k, v = part.child_by_field_name("key"), part.child_by_field_name("value")
                             if k is not None and v is not None and v.type == "identifier":
-                                out[_text(v, source)] = Binding(mod, _text(k, source))
+                                out[node_str(v, source)] = Binding(mod, node_str(k, source))
         elif top.type in ("import_statement", "export_statement"):
             src = top.child_by_field_name("source")
             mod = _string_text(src, source) if src is not None else ""
@@ -334,16 +330,16 @@ def js_bindings(tree: Tree) -> dict[str, Binding]:
                 if spec.type in ("import_specifier", "export_specifier"):
                     n, alias = spec.child_by_field_name("name"), spec.child_by_field_name("alias")
                     if n is not None:
-                        out[_text(alias or n, source)] = Binding(mod, _text(n, source))
+                        out[node_str(alias or n, source)] = Binding(mod, node_str(n, source))
                 elif spec.type == "namespace_import":
                     if spec.named_children:
-                        out[_text(spec.named_children[0], source)] = Binding(mod, None)
+                        out[node_str(spec.named_children[0], source)] = Binding(mod, None)
                 elif spec.parent is not None and spec.parent.type == "import_clause":
-                    out[_text(spec, source)] = Binding(mod, "default")
+                    out[node_str(spec, source)] = Binding(mod, "default")
         elif top.type == "expression_statement" and top.named_children:
             expr = top.named_children[0]
             if expr.type == "assignment_expression" and (left := expr.child_by_field_name("left")) is not None \
-                    and _text(left, source) in ("module.exports", "exports") \
+                    and node_str(left, source) in ("module.exports", "exports") \
                     and (right := expr.child_by_field_name("right")) is not None:
                 if right.type == "object":
                     export_object(right)
@@ -401,9 +397,9 @@ def js_function_span(tree: Tree, line: int) -> tuple[int, int, str] | None:
         args = call.child_by_field_name("arguments")
         first = args.named_children[0] if args is not None and args.named_children else None
         label = _string_text(first, source) if first is not None and first.type == "string" else ""
-        title = f"{_text(fn, source) if fn is not None else 'call'}({label!r})" if label else title
+        title = f"{node_str(fn, source) if fn is not None else 'call'}({label!r})" if label else title
     elif (name := node.child_by_field_name("name")) is not None:
-        title = _text(name, source)
+        title = node_str(name, source)
     return node.start_point[0] + 1, node.end_point[0] + 1, title
 
 

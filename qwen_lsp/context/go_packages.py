@@ -12,7 +12,7 @@ from posixpath import dirname
 from tree_sitter import Tree
 
 from qwen_lsp.context.callsites import Binding
-from qwen_lsp.context.treesitter import node_text, source_of
+from qwen_lsp.context.treesitter import node_str, source_of
 
 
 def go_bindings(tree: Tree) -> dict[str, Binding]:
@@ -29,11 +29,11 @@ def go_bindings(tree: Tree) -> dict[str, Binding]:
         path_node, name_node = node.child_by_field_name("path"), node.child_by_field_name("name")
         if path_node is None:
             continue
-        path = node_text(path_node, source).decode("utf-8", "replace").strip('"`')
+        path = node_str(path_node, source).strip('"`')
         if name_node is not None:
             if name_node.type != "package_identifier":
                 continue
-            name = node_text(name_node, source).decode("utf-8", "replace")
+            name = node_str(name_node, source)
         else:
             name = path.rstrip("/").rsplit("/", 1)[-1]
         out[name] = Binding(module=path, name=None)

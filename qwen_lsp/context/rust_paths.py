@@ -13,13 +13,9 @@ from posixpath import dirname
 from tree_sitter import Node, Tree
 
 from qwen_lsp.context.callsites import Binding
-from qwen_lsp.context.treesitter import node_text, source_of
+from qwen_lsp.context.treesitter import node_str, source_of
 
 PATH_WORDS = ("crate", "super", "self")  # a path of these alone is the current crate or module
-
-
-def _text(node: Node, source: bytes | None) -> str:
-    return node_text(node, source).decode("utf-8", "replace")
 
 
 def rust_bindings(tree: Tree) -> dict[str, Binding]:
@@ -36,16 +32,16 @@ def rust_bindings(tree: Tree) -> dict[str, Binding]:
                 bind(child, prefix)
         elif kind == "scoped_use_list":
             path = node.child_by_field_name("path")
-            inner = _joined(prefix, _text(path, source)) if path is not None else prefix
+            inner = _joined(prefix, node_str(path, source)) if path is not None else prefix
             if (listed := node.child_by_field_name("list")) is not None:
                 bind(listed, inner)
         elif kind == "use_as_clause":
             path, alias = node.child_by_field_name("path"), node.child_by_field_name("alias")
             if path is not None and alias is not None:
-                module, _, name = _joined(prefix, _text(path, source)).rpartition("::")
-                out[_text(alias, source)] = Binding(module=module, name=name)
+                module, _, name = _joined(prefix, node_str(path, source)).rpartition("::")
+                out[node_str(alias, source)] = Binding(module=module, name=name)
         elif kind in ("scoped_identifier", "identifier"):
-            module, _, name = _joined(prefix, _text(node, source)).rpartition("::")
+            module, _, name = _joined(prefix, node_str(node, source)).rpartition("::")
             out[name] = Binding(module=module, name=name)
         elif kind == "self" and prefix:  # `use a::b::{self}` binds b
             module, _, name = prefix.rpartition("::")

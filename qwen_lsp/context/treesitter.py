@@ -485,6 +485,11 @@ def node_text(node: Node, source: bytes | None) -> bytes:
     return source[node.start_byte : node.end_byte] if source is not None else (node.text or b"")
 
 
+def node_str(node: Node, source: bytes | None) -> str:
+    """`node_text` decoded (what the walk compares with names and strings)."""
+    return node_text(node, source).decode("utf-8", "replace")
+
+
 def _slices(node: Node) -> list[tuple[int, int]]:
     start, end = node.start_byte, node.end_byte
     return [(lo, min(end, lo + QUERY_SLICE_BYTES)) for lo in range(start, max(end, start + 1), QUERY_SLICE_BYTES)]
@@ -672,7 +677,7 @@ def _imports(text: str, lang: str, tree: Tree | None = None) -> list[str]:
     query = _kinds_query(lang, kinds) if kinds else None
     if query is not None:
         for node in _captures(query, tree.root_node, "x"):
-            out.append((node.start_byte, node_text(node, source).decode("utf-8", "replace").strip()))
+            out.append((node.start_byte, node_str(node, source).strip()))
     # Ruby/Lua/CommonJS load modules through ordinary calls.
     if lang in {"ruby", "lua", "javascript", "typescript", "tsx"}:
         for i, ln in enumerate(text.splitlines()):
@@ -698,7 +703,7 @@ def identifiers(tree: Tree, lang: str, start_line: int | None = None, end_line: 
         cursor.set_point_range((max(0, start_line - 1), 0), (end_line, 0))
     nodes = sorted(cursor.captures(tree.root_node).get("x", []), key=lambda n: n.start_byte)
     source = source_of(tree)
-    return [(node_text(n, source).decode("utf-8", "replace"), n.start_point[0] + 1) for n in nodes]
+    return [(node_str(n, source), n.start_point[0] + 1) for n in nodes]
 
 
 @cache

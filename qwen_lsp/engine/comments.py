@@ -65,7 +65,7 @@ def find_marked(text: str, path: str, markers: Sequence[str] = DEFAULT_MARKERS, 
     defs = treesitter.definitions(text, lang) if focus and treesitter.has_definitions(lang) else []
     found = []
     for node in _marked_nodes(tree, text, lowered, wanted):
-        raw = treesitter.node_text(node, source).decode("utf-8", "replace").rstrip("\r\n")
+        raw = treesitter.node_str(node, source).rstrip("\r\n")
         if len(raw) > MAX_COMMENT_CHARS or raw.lstrip().startswith(DOC_PREFIXES):
             continue
         instruction = _instruction(raw, wanted)
