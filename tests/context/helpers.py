@@ -7,11 +7,27 @@ import subprocess
 import time
 from pathlib import Path
 
+from qwen_lsp.context.callees import CalleeWalk
+from qwen_lsp.context.repomap import build_index
+from qwen_lsp.context.source import read_source
+
 
 def write(root: Path, rel: str, text: str | bytes) -> None:
     p = root / rel
     p.parent.mkdir(parents=True, exist_ok=True)
     p.write_bytes(text) if isinstance(text, bytes) else p.write_text(text)
+
+
+def write_all(root: Path, files: dict[str, str]) -> Path:
+    """`files` (relative path -> text) written under `root`; `root`."""
+    for rel, text in files.items():
+        write(root, rel, text)
+    return root
+
+
+def walk_of(ws: Path, tmp_path: Path) -> CalleeWalk:
+    """A callee walk over workspace `ws`, its index cached under `tmp_path`."""
+    return CalleeWalk(build_index(ws, cache_dir=tmp_path / "cache"), lambda rel: read_source(ws, rel))
 
 
 def backdate(root: Path, seconds: int = 60) -> None:

@@ -10,14 +10,8 @@ from pathlib import Path
 from qwen_lsp.context.callees import MIN_EXPAND, CalleeWalk
 from qwen_lsp.context.callsites import Binding
 from qwen_lsp.context.dispatch import dispatches, js_bindings, js_function_span, js_hooks, js_module_candidates, table_members
-from qwen_lsp.context.repomap import build_index
-from qwen_lsp.context.source import read_source
 from qwen_lsp.context.treesitter import parse
-from tests.context.helpers import write
-
-
-def walk_of(ws: Path, tmp_path: Path) -> CalleeWalk:
-    return CalleeWalk(build_index(ws, cache_dir=tmp_path / "cache"), lambda rel: read_source(ws, rel))
+from tests.context.helpers import walk_of, write, write_all
 
 
 def reached(walk: CalleeWalk, starts) -> dict[str, float]:
@@ -99,9 +93,7 @@ DUNDER_PROJECT = {
 
 
 def test_dunders_of_reached_classes_and_their_bases(tmp_path: Path) -> None:
-    ws = tmp_path / "ws"
-    for rel, text in DUNDER_PROJECT.items():
-        write(ws, rel, text)
+    ws = write_all(tmp_path / "ws", DUNDER_PROJECT)
     got = reached(walk_of(ws, tmp_path), [("tests/test_cache.py", 9)])
     # `self.Cache(2)` resolves by name to the base class; its dunders run for `update`, `in` and `[]`
     for name in ("__setitem__", "__contains__", "__getitem__"):
@@ -272,9 +264,7 @@ def test_js_test_arrow_and_its_hooks_are_the_start() -> None:
 
 
 def test_js_walk_reaches_through_reexports_this_and_object_methods(tmp_path: Path) -> None:
-    ws = tmp_path / "ws"
-    for rel, text in JS_PROJECT.items():
-        write(ws, rel, text)
+    ws = write_all(tmp_path / "ws", JS_PROJECT)
     got = reached(walk_of(ws, tmp_path), [("test/money.test.js", 12)])
     for name in ("src/money.js:of", "src/money.js:add", "src/money.js:checked",  # static call, method, this.m()
                  "src/util/numbers.js:round",  # through util/index.js's ...require('./numbers')

@@ -14,13 +14,8 @@ from qwen_lsp.context.failwords import message_phrases, name_stems, stem, stems_
 from qwen_lsp.context.reached import failure_message
 from qwen_lsp.context.frames import Frame
 from qwen_lsp.context.repomap import build_index
-from qwen_lsp.context.source import read_source
 from qwen_lsp.context.treesitter import parse
-from tests.context.helpers import write
-
-
-def walk_of(ws: Path, tmp_path: Path) -> CalleeWalk:
-    return CalleeWalk(build_index(ws, cache_dir=tmp_path / "cache"), lambda rel: read_source(ws, rel))
+from tests.context.helpers import walk_of, write, write_all
 
 
 def ranked(walk: CalleeWalk, start: tuple[str, int], message: str = "") -> list[str]:
@@ -88,9 +83,7 @@ WORDED = {
 
 
 def test_a_callee_named_like_the_test_ranks_above_its_siblings(tmp_path: Path) -> None:
-    ws = tmp_path / "ws"
-    for rel, text in WORDED.items():
-        write(ws, rel, text)
+    ws = write_all(tmp_path / "ws", WORDED)
     got = scores(walk_of(ws, tmp_path), ("tests/test_filters.py", 5))
     siblings = [got[f"lib/filters.py:{n}"] for n in ("prepare", "convert", "normalize")]
     assert got["lib/filters.py:sync_do_select"] > max(siblings)
@@ -120,9 +113,7 @@ MESSAGE_PROJECT = {
 
 
 def test_a_literal_the_failure_quotes_seeds_the_definition_it_spells(tmp_path: Path) -> None:
-    ws = tmp_path / "ws"
-    for rel, text in MESSAGE_PROJECT.items():
-        write(ws, rel, text)
+    ws = write_all(tmp_path / "ws", MESSAGE_PROJECT)
     message = "AssertionError: assert 'No such option: --foo' in 'Error: None'"
     got = ranked(walk_of(ws, tmp_path), ("tests/test_cli.py", 5), message)
     assert "cli/errors.py:NoSuchOption" in got and "cli/errors.py:__init__" in got

@@ -6,14 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from qwen_lsp.context.callees import CalleeWalk
 from qwen_lsp.context.callsites import Binding, call_sites
 from qwen_lsp.context.go_packages import go_bindings, package_files
-from qwen_lsp.context.repomap import build_index
 from qwen_lsp.context.rust_paths import module_files, rust_bindings
-from qwen_lsp.context.source import read_source
 from qwen_lsp.context.treesitter import parse
-from tests.context.helpers import write
+from tests.context.helpers import walk_of, write_all
 
 CRATE = {
     "Cargo.toml": '[package]\nname = "shop"\nversion = "0.1.0"\nedition = "2021"\n',
@@ -111,10 +108,8 @@ def test_a_module_path_is_the_nearest_file_of_that_name() -> None:
 
 
 def test_the_walk_from_a_rust_test_reaches_through_paths_types_and_uses(tmp_path: Path) -> None:
-    ws = tmp_path / "ws"
-    for rel, text in CRATE.items():
-        write(ws, rel, text)
-    walk = CalleeWalk(build_index(ws, cache_dir=tmp_path / "cache"), lambda rel: read_source(ws, rel))
+    ws = write_all(tmp_path / "ws", CRATE)
+    walk = walk_of(ws, tmp_path)
     start = ("src/lib.rs", 18)  # the assert_eq! line of the failing test
     got = {f"{c.path}:{c.defn.name}" for c in walk.walk([start], walk.hints(*start))}
     for name in ("src/lib.rs:total",  # called inside assert_eq!
@@ -160,10 +155,8 @@ def test_go_imports_bind_package_names_to_import_paths() -> None:
 
 
 def test_the_walk_from_a_go_subtest_reaches_through_package_calls(tmp_path: Path) -> None:
-    ws = tmp_path / "ws"
-    for rel, text in GO_MODULE.items():
-        write(ws, rel, text)
-    walk = CalleeWalk(build_index(ws, cache_dir=tmp_path / "cache"), lambda rel: read_source(ws, rel))
+    ws = write_all(tmp_path / "ws", GO_MODULE)
+    walk = walk_of(ws, tmp_path)
     start = ("shop_test.go", 9)  # t.Errorf inside the t.Run closure
     got = {f"{c.path}:{c.defn.name}" for c in walk.walk([start], walk.hints(*start))}
     for name in ("shop.go:Total", "shop.go:subtotal", "tax/tax.go:Apply", "tax/tax.go:rate",
