@@ -8,7 +8,7 @@ live in its `impl` blocks anywhere in the crate."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from posixpath import dirname
+from posixpath import commonprefix, dirname
 
 from tree_sitter import Node, Tree
 
@@ -67,14 +67,9 @@ def module_files(importer: str, module: str, files: Iterable[str]) -> list[str]:
     found = [f for f in files if f.endswith((f"/{stem}.rs", f"/{stem}/mod.rs")) or f in (f"{stem}.rs", f"{stem}/mod.rs")]
     here = dirname(importer).split("/")
 
-    def distance(f: str) -> tuple[int, str]:
+    def distance(f: str) -> tuple[int, str]:  # folders up from the importer, then down to f
         there = dirname(f).split("/")
-        common = 0
-        for a, b in zip(here, there):
-            if a != b:
-                break
-            common += 1
-        return (len(here) + len(there) - 2 * common, f)
+        return (len(here) + len(there) - 2 * len(commonprefix([here, there])), f)
 
     return sorted(found, key=distance)[:3]
 
