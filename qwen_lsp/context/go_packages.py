@@ -7,7 +7,7 @@ top of one of that folder's files; the folder is found by the import path's last
 from __future__ import annotations
 
 from collections.abc import Iterable
-from posixpath import dirname
+from posixpath import commonprefix, dirname
 
 from tree_sitter import Tree
 
@@ -52,9 +52,7 @@ def package_files(import_path: str, files: Iterable[str]) -> list[str]:
         if not f.endswith(".go") or f.endswith("_test.go"):
             continue
         folder = [s for s in dirname(f).split("/") if s]
-        n = 0
-        while n < min(len(folder), len(wanted)) and folder[-1 - n] == wanted[-1 - n]:
-            n += 1
+        n = len(commonprefix([folder[::-1], wanted[::-1]]))  # last segments in common
         # most segments matched, then fewest left over: `money/` (under go.mod's module) before `other/money/`
         key = (n, -(len(folder) - n))
         if n and key > best_key:
