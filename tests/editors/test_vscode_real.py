@@ -56,7 +56,7 @@ def _missing() -> str | None:
     return None
 
 
-pytestmark = [pytest.mark.skipif(bool(_missing()), reason=f"real VS Code tier: {_missing()}"), pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.vscode_real, pytest.mark.skipif(bool(_missing()), reason=f"real VS Code tier: {_missing()}"), pytest.mark.timeout(300)]
 
 APP = 'def add(a, b):\n    return a - b\n\n\nassert add(2, 3) == 5, "add(2, 3) should be 5"\nprint("ok")\n'
 CALC = 'def mul(a, b):\n    return a + b\n\n\nassert mul(2, 3) == 6, "mul(2, 3) should be 6"\nprint("ok")\n'
