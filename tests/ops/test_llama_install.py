@@ -39,6 +39,7 @@ def test_progress_and_time_are_said():
     assert estimate(2) == "about 12 CPU-minutes: some 6 minutes on 2 idle core(s), longer on a busy machine"
 
 
+@pytest.mark.local  # a venv where scripts/llama-portable installed llama-cpp-python: the tiers'
 def test_install_into_an_environment_that_has_it_says_so_and_builds_nothing(monkeypatch, capsys):
     from qwen_lsp.cli import main
 
