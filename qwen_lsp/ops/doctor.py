@@ -55,9 +55,8 @@ def _user(text: str) -> list[dict]:
     return [{"role": "user", "content": text}]
 
 
-SERVE_HINT = ("`qwen-lsp model-command --gpu-memory-gib N` prints the vllm serve command for your GPUs; "
-              "without one: qwen-lsp serve-local --model FILE.gguf, or --install with no model for the 135M "
-              "smoke-test model (README)")
+# SERVER_HINT already gives the serve-local route: this adds only what doctor knows more of.
+SERVE_HINT = "`qwen-lsp model-command --gpu-memory-gib N` sizes the vllm serve command for your GPUs"
 PROBES = {"thinking": "_thinking", "non-thinking": "_non_thinking", "tool calls": "_tools",
           "structured outputs": "_structured", "prefix caching": "_cached_tokens_and_prefix"}
 

@@ -140,6 +140,7 @@ async def test_doctor_on_a_server_that_is_down(tmp_path):
     assert [(c.name, c.ok) for c in checks] == [("sandbox for verification", True), ("server reachable", False)]
     assert "vllm serve" in checks[1].fix and "qwen-lsp model-command" in checks[1].fix and "serve-local" in checks[1].fix
     assert "serve-local --model" in checks[1].detail + checks[1].fix
+    assert (checks[1].detail + checks[1].fix).count("serve-local") == 2  # the route and its --install, said once
 
 
 async def test_doctor_says_when_fixes_cannot_be_verified_and_how_to_enable_the_sandbox(tmp_path, monkeypatch):
