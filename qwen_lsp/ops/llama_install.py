@@ -153,7 +153,7 @@ def _build(python: str, flags: str, wheels: Path, status: Callable[[str], None],
             "below counts what is left (delete that folder to start from scratch)")
     source = _unpacked_sdist(python, source_root, log)
     if source is None:
-        say(f"could not download llama-cpp-python {VERSION}'s source; see {log}:\n{failure_summary(log.read_text(errors='replace'))}")
+        say(f"could not download or unpack llama-cpp-python {VERSION}'s source; see {log}:\n{failure_summary(log.read_text(errors='replace'))}")
         return 1
     started = time.monotonic()
     env = {**os.environ, "CMAKE_ARGS": flags}
@@ -199,9 +199,32 @@ def _unpacked_sdist(python: str, root: Path, log: Path) -> Path | None:
     archives = list(root.glob("llama_cpp_python-*.tar.gz"))
     if done.returncode != 0 or not archives:
         return None
-    with tarfile.open(archives[0]) as tar:
-        tar.extractall(root, filter="data")
+    try:
+        extract(archives[0], root)
+    except (OSError, tarfile.TarError) as exc:
+        with log.open("a", encoding="utf-8", errors="replace") as out:
+            out.write(f"ERROR: could not unpack {archives[0].name}: {exc}\n")
+        return None
     return unpacked if (unpacked / "pyproject.toml").is_file() else None
+
+
+def extract(archive: Path, root: Path) -> None:
+    """Unpack the tar `archive` into `root` through tarfile's "data" filter, which refuses members
+    that would land outside `root`, links leading out and device files. The filter is in the standard
+    library from Python 3.11.4; on older 3.11s (Debian 12 has 3.11.2) its backport, a dependency
+    there, does the same. Raises tarfile.TarError (the standard one, whichever module refused)."""
+    module = tarfile if hasattr(tarfile, "data_filter") else _backport()
+    try:
+        with module.open(archive) as tar:
+            tar.extractall(root, filter="data")
+    except module.TarError as exc:
+        raise tarfile.TarError(str(exc)) from exc
+
+
+def _backport():  # -> the backports.tarfile module
+    from backports import tarfile as backport
+
+    return backport
 
 
 def _compile(python: str, source: Path, build_dir: Path, out_dir: Path, log: Path, env: dict[str, str],

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -189,6 +191,44 @@ def test_a_failed_build_keeps_its_build_dir_and_the_next_try_resumes(tmp_path, m
     said.clear()
     assert llama_install.install(said.append, lambda _: None) == 0
     assert any("resuming the build left in" in line and "3 file(s) compiled before are kept" in line for line in said)
+
+
+def _tar(path: Path, *members: tarfile.TarInfo) -> Path:
+    with tarfile.open(path, "w:gz") as tar:
+        for info in members:
+            data = b"x" * info.size
+            tar.addfile(info, io.BytesIO(data) if info.isfile() else None)
+    return path
+
+
+def _member(name: str, size: int = 0, link: str | None = None) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.size = size
+    if link is not None:
+        info.type, info.linkname = tarfile.SYMTYPE, link
+    return info
+
+
+@pytest.mark.parametrize("python", ["3.11.4 or later", "3.11.0-3.11.3"])
+def test_the_source_is_unpacked_through_the_data_filter_on_every_python_3_11(tmp_path, monkeypatch, python):
+    """Python before 3.11.4 (Debian 12's 3.11.2, what `pipx install` uses there) has no extraction
+    filters: `serve-local --install` failed with a TypeError. The backport filters the same way."""
+    backports: list[int] = []
+    real = llama_install._backport
+    monkeypatch.setattr(llama_install, "_backport", lambda: backports.append(1) or real())
+    if python == "3.11.0-3.11.3":
+        monkeypatch.delattr(tarfile, "data_filter")
+    good = _tar(tmp_path / "good.tar.gz", _member("llama_cpp_python-0.3.36/pyproject.toml", 5))
+    llama_install.extract(good, tmp_path / "src")
+    assert (tmp_path / "src" / "llama_cpp_python-0.3.36" / "pyproject.toml").read_bytes() == b"xxxxx"
+    for n, bad in enumerate([_member("../escaped", 3), _member("pkg/link", link="/etc/passwd")]):
+        with pytest.raises(tarfile.TarError):
+            llama_install.extract(_tar(tmp_path / f"bad{n}.tar.gz", bad), tmp_path / f"out{n}")
+    assert not (tmp_path / "escaped").exists() and not (tmp_path / "out1" / "pkg" / "link").exists()
+    # An absolute name lands inside the folder, its leading slash dropped.
+    llama_install.extract(_tar(tmp_path / "abs.tar.gz", _member(f"{tmp_path}/absolute", 3)), tmp_path / "out2")
+    assert not (tmp_path / "absolute").exists() and (tmp_path / "out2" / str(tmp_path).lstrip("/") / "absolute").is_file()
+    assert len(backports) == (4 if python == "3.11.0-3.11.3" else 0)
 
 
 def test_the_failure_summary_is_the_lines_that_matter():
