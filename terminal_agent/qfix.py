@@ -173,10 +173,12 @@ def _warm_up() -> None:
     checks they still hold once the command is done; see context/preload.py)."""
     from terminal_agent import agent
     from qwen_lsp.context.preload import preload
+    from qwen_lsp.engine.risk import load_parser
     from qwen_lsp.llm.tokens import count_tokens
     from qwen_lsp.settings import load_settings_lenient
 
     count_tokens("warm up")
+    load_parser()  # the plan's verify command is classified right after the plan
     try:
         workspace = agent.find_workspace(Path.cwd())
         settings, _dropped = load_settings_lenient(workspace)  # the fix itself says what was dropped

@@ -127,6 +127,12 @@ class _Verdict:
             self.add(other.risk, why)
 
 
+def load_parser() -> None:
+    """Import bashlex, whose vendored yacc rebuilds its LALR tables on every import (~0.3 s of CPU): the
+    warm-ups call this in the background, so the first command a fix classifies does not wait for it."""
+    import bashlex  # noqa: F401
+
+
 def classify(command: str) -> tuple[Risk, list[str]]:
     """The command's risk and, for risky ones, the reasons to say out loud."""
     verdict = _Verdict()

@@ -94,11 +94,13 @@ class EngineThread:
 
         def load() -> None:
             from qwen_lsp.engine import loop as engine  # noqa: F401
+            from qwen_lsp.engine.risk import load_parser
             from qwen_lsp.llm.tokens import count_tokens
 
-            # Building the tokenizer holds the GIL for ~0.5 s (tiktoken's constructor): do it now,
-            # not in the middle of the first fix while the user types.
+            # Building the tokenizer holds the GIL for ~0.5 s (tiktoken's constructor), bashlex's tables
+            # ~0.3 s: do it now, not in the middle of the first fix while the user types.
             count_tokens("warm up")
+            load_parser()
             release_free_memory()  # the vocabulary's Python copy, dropped once the encoder is built
 
         self.loop.call_soon_threadsafe(load)
