@@ -20,8 +20,9 @@ import difflib
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 from lsprotocol.converters import get_converter
@@ -29,11 +30,12 @@ from pygls.uris import from_fs_path
 from pygls.workspace import PositionCodec
 
 from qwen_lsp import wire as protocol
-from qwen_lsp.context.frames import Frame, primary_frame
 from qwen_lsp.sanitize import model_words, one_line, visible
 from qwen_lsp.types import FileChange, FixResult, ShellSuggestion, Validation
 
-CONVERTER = get_converter()
+if TYPE_CHECKING:
+    from qwen_lsp.context.frames import Frame
+
 UTF16 = PositionCodec(types.PositionEncodingKind.Utf16)
 _LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 _PROBLEM_RE = re.compile(r"\b([A-Z]\w*(?:Error|Exception|Warning|Interrupt|Exit))\b")
@@ -74,6 +76,13 @@ def line_range(text: str, column: int | None, codec: PositionCodec) -> tuple[int
 
 
 # --------------------------------------------------------------------------- hunks and edits
+
+
+
+@cache
+def converter() -> Any:  # -> cattrs.Converter
+    """lsprotocol's converter, built at first use (~40 ms the server's start does not need)."""
+    return get_converter()
 
 
 @dataclass(frozen=True)
@@ -320,6 +329,8 @@ def frames_to_diagnostics(
 
     At most `max_diagnostics`: the primary frame's trace first, then the others in output order,
     so a log with thousands of findings publishes the one to fix and a bounded rest."""
+    from qwen_lsp.context.frames import primary_frame  # with the frames themselves: see diagnostics.py
+
     traces: dict[int, list[Frame]] = {}
     first = primary_frame(list(frames))
     if first is not None:
@@ -444,7 +455,7 @@ def adjust_for_change(
 
 
 def _with_range(d: types.Diagnostic, r: types.Range) -> types.Diagnostic:
-    copy = CONVERTER.structure(CONVERTER.unstructure(d), types.Diagnostic)
+    copy = converter().structure(converter().unstructure(d), types.Diagnostic)
     copy.range = r
     return copy
 
@@ -454,7 +465,7 @@ def _with_range(d: types.Diagnostic, r: types.Range) -> types.Diagnostic:
 
 def fix_action(diagnostic: types.Diagnostic, uri: str, version: int | None) -> types.CodeAction:
     """The unresolved "Fix with Qwen" quick fix; resolve runs the engine."""
-    data = protocol.ActionData(uri=uri, version=version, diagnostic=CONVERTER.unstructure(diagnostic))
+    data = protocol.ActionData(uri=uri, version=version, diagnostic=converter().unstructure(diagnostic))
     return types.CodeAction(
         title=fix_offer_title(diagnostic.message),
         kind=types.CodeActionKind.QuickFix,
@@ -480,7 +491,7 @@ def suggestion_action(suggestion: ShellSuggestion, diagnostics: Sequence[types.D
 
 def selection_actions(uri: str, selection: types.Range) -> list[types.CodeAction]:
     """"Ask Qwen…" and "Explain with Qwen" on a non-empty selection."""
-    arg = {"uri": uri, "range": CONVERTER.unstructure(selection)}
+    arg = {"uri": uri, "range": converter().unstructure(selection)}
     return [
         types.CodeAction(
             title="Ask Qwen…",

@@ -17,7 +17,6 @@ from lsprotocol import types
 from pygls.uris import from_fs_path, to_fs_path
 
 from qwen_lsp import wire as protocol
-from qwen_lsp.context.frames import parse_output
 from qwen_lsp.files import text_of
 from qwen_lsp.lsp import convert as lsp_convert
 from qwen_lsp.types import Task
@@ -82,6 +81,9 @@ class DiagnosticStore:
             buffers = {Path(d.path): d.source for d in list(workspace.text_documents.values())}
 
             def convert() -> dict[str, list[types.Diagnostic]]:  # a thread: parsing may walk the workspace
+                # Imported at the first terminal run, not at start-up: the output parsers' ~50 ms of regexes.
+                from qwen_lsp.context.frames import parse_output
+
                 frames = parse_output(params.output, cwd=cwd, workspace=root, command=params.command)
                 data = protocol.DiagnosticData(run=key, command=params.command, exit_code=params.exit_code, cwd=cwd_rel)
                 by_uri = lsp_convert.frames_to_diagnostics(

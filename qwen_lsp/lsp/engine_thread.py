@@ -93,6 +93,7 @@ class EngineThread:
         """Import the engine's heavy dependencies in the background, before the first request needs them."""
 
         def load() -> None:
+            from qwen_lsp.context import frames  # noqa: F401  (the terminal output parsers)
             from qwen_lsp.engine import loop as engine  # noqa: F401
             from qwen_lsp.engine.risk import load_parser
             from qwen_lsp.llm.tokens import count_tokens

@@ -294,7 +294,7 @@ class Fixes:
             data = protocol.ActionData.model_validate(action.data)
         except ValueError:
             return action  # not one of ours
-        diagnostic = lsp_convert.CONVERTER.structure(data.diagnostic, types.Diagnostic)
+        diagnostic = lsp_convert.converter().structure(data.diagnostic, types.Diagnostic)
         path, root, rel = self.server.folders.locate(data.uri)
         if refused := self.server.folders.outside(path):
             action.disabled = types.CodeActionDisabled(reason=refused)
@@ -380,12 +380,12 @@ class Fixes:
         if refused := self.server.folders.outside(path):
             return protocol.ApplyOutcome(applied=False, summary=f"not applied: {refused}")
         if args.diagnostic is not None:
-            diagnostic = lsp_convert.CONVERTER.structure(args.diagnostic, types.Diagnostic)
+            diagnostic = lsp_convert.converter().structure(args.diagnostic, types.Diagnostic)
         else:
             first, last = args.range.start.line, args.range.end.line
             ours = [d for d in self.server.diagnostics.of_runs(str(path))
                     if d.range.start.line <= last and d.range.end.line >= first]
-            theirs = fix_target.overlapping(fix_target.editor_diagnostics(args.diagnostics, lsp_convert.CONVERTER), first, last)
+            theirs = fix_target.overlapping(fix_target.editor_diagnostics(args.diagnostics, lsp_convert.converter()), first, last)
             if not ours and not theirs:  # nothing reported there: fix the code itself
                 return await self.cmd_fix_code(root, rel, first + 1, last + 1)
             diagnostic = (ours or theirs)[0]

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import json
 
-from qwen_lsp.lsp.convert import CONVERTER, apply_text_edits
+from qwen_lsp.lsp.convert import apply_text_edits, converter
 from tests.lsp.helpers import BUGGY, FIX_REPLIES, execute, foreign_diagnostic, open_doc, plan_reply, selection
 
 
 async def test_a_diagnostic_of_another_server_at_the_cursor_is_fixed(lsp, vllm, project):
     uri = open_doc(lsp, project, "calc.py", version=2)
     vllm.script(plan_reply(), *FIX_REPLIES)
-    pylint = CONVERTER.unstructure(foreign_diagnostic(line=1))
+    pylint = converter().unstructure(foreign_diagnostic(line=1))
     answer = await execute(lsp, "qwen.server.fix", {"uri": uri, "range": selection(1, 1), "diagnostics": [pylint]})
     assert answer["applied"] is True
     (params,) = lsp.applied_edits
