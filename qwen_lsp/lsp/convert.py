@@ -46,6 +46,12 @@ _SEVERITY = {
 }
 
 
+@cache
+def converter() -> Any:  # -> cattrs.Converter
+    """lsprotocol's converter, built at first use (~40 ms the server's start does not need)."""
+    return get_converter()
+
+
 # --------------------------------------------------------------------------- text positions
 
 
@@ -76,13 +82,6 @@ def line_range(text: str, column: int | None, codec: PositionCodec) -> tuple[int
 
 
 # --------------------------------------------------------------------------- hunks and edits
-
-
-
-@cache
-def converter() -> Any:  # -> cattrs.Converter
-    """lsprotocol's converter, built at first use (~40 ms the server's start does not need)."""
-    return get_converter()
 
 
 @dataclass(frozen=True)
@@ -455,7 +454,8 @@ def adjust_for_change(
 
 
 def _with_range(d: types.Diagnostic, r: types.Range) -> types.Diagnostic:
-    copy = converter().structure(converter().unstructure(d), types.Diagnostic)
+    lsp = converter()
+    copy = lsp.structure(lsp.unstructure(d), types.Diagnostic)
     copy.range = r
     return copy
 
