@@ -178,13 +178,13 @@ def _warm_up() -> None:
     from qwen_lsp.settings import load_settings_lenient
 
     count_tokens("warm up")
-    load_parser()  # the plan's verify command is classified right after the plan
     try:
         workspace = agent.find_workspace(Path.cwd())
         settings, _dropped = load_settings_lenient(workspace)  # the fix itself says what was dropped
     except Exception:  # noqa: BLE001 - e.g. settings that do not validate: the fix reports them
         return
     preload(workspace, settings)
+    load_parser()  # after the index the prompt needs first: the plan's verify command is classified next
 
 
 def _import_engine() -> None:
